@@ -1,0 +1,1 @@
+"""Frozen preset cards (JSON), shipped inside the package as rwkvzip.models."""

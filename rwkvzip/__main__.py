@@ -1,0 +1,3 @@
+from rwkvzip.cli import run
+
+run()

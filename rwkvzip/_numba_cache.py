@@ -1,0 +1,47 @@
+"""Point numba's on-disk cache at a per-user, per-version directory before numba loads.
+
+Compiled kernels depend on the package version, so each release gets its own directory;
+when nothing is writable we fall back to a temporary one (slower start, still correct).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def _writable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False
+
+
+def _kernel_fingerprint() -> str:
+    """Hash of the kernel sources: numba only checks a cached function's own file, so an edit
+    to a kernel it inlines from another file would otherwise reuse stale machine code."""
+    digest = hashlib.sha256()
+    for path in sorted((Path(__file__).parent / "kernels").glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def configure_numba_cache(version: str) -> None:
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    tag = f"numba-{version}-{_kernel_fingerprint()}"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    candidates = [
+        os.path.join(base, "rwkvzip", tag),
+        os.path.join(tempfile.gettempdir(), f"rwkvzip-{user}", tag),
+    ]
+    for path in candidates:
+        if _writable(path):
+            os.environ["NUMBA_CACHE_DIR"] = path
+            return

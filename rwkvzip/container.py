@@ -1,0 +1,147 @@
+"""Container format v1 (specified in docs/FORMAT.md): header with recipe, CRC'd frames, trailer.
+
+Only bytes in, bytes out: this module knows nothing of models. Every length read from a
+file is checked against a bound before anything is allocated from it.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from rwkvzip.recipe import Recipe, RecipeError, preset_cards, preset_id_of
+
+MAGIC = b"RWKZ"
+FORMAT_VERSION = 1
+MAX_FRAME = 1 << 16  # raw bytes per frame
+MAX_RECIPE_JSON = 4096
+MAX_VARINT_BYTES = 10
+
+
+def max_payload(raw_len: int) -> int:
+    """Upper bound on a frame's payload: with the probability floor a byte costs at most
+    20 bits, plus the range coder's flush; anything larger is forged or corrupt."""
+    return 4 * ((raw_len * 21 + 7) // 32 + 8)
+
+
+class FormatError(ValueError):
+    """The input is not a valid rwkvzip stream (foreign, corrupt or truncated)."""
+
+
+def encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
+    data = f.read(n)
+    if len(data) != n:
+        raise FormatError(f"truncated input (inside {what})")
+    return data
+
+
+def _read_varint(f: BinaryIO, what: str) -> int:
+    value = 0
+    for i in range(MAX_VARINT_BYTES):
+        byte = _read_exact(f, 1, what)[0]
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            if i and byte == 0:
+                raise FormatError(f"corrupt input (non-canonical number in {what})")
+            return value
+    raise FormatError(f"corrupt input (number too long in {what})")
+
+
+def encode_header(recipe: Recipe) -> bytes:
+    """Magic, version, then the recipe: a preset id (>= 1) or 0 + length + canonical JSON."""
+    pid = preset_id_of(recipe)
+    if pid is not None:
+        body = encode_varint(pid)
+    else:
+        raw = recipe.to_json()
+        body = encode_varint(0) + encode_varint(len(raw)) + raw
+    return MAGIC + bytes([FORMAT_VERSION]) + body
+
+
+def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
+    """The recipe of the next stream, or None at a clean end of input (for later members)."""
+    magic = f.read(len(MAGIC))
+    if not magic and not first:
+        return None
+    if magic != MAGIC:
+        if first:
+            raise FormatError("not an rwkvzip file (bad magic)")
+        raise FormatError("trailing garbage after the end of the compressed stream")
+    version = _read_exact(f, 1, "header")[0]
+    if version != FORMAT_VERSION:
+        raise FormatError(f"unsupported format version {version} (this rwkvzip reads "
+                          f"version {FORMAT_VERSION}; a newer rwkvzip made this file?)")
+    tag = _read_varint(f, "header")
+    if tag:
+        card = preset_cards().get(tag)
+        if card is None:
+            raise FormatError(f"unknown preset id {tag} (made by a newer rwkvzip?)")
+        return card.recipe
+    length = _read_varint(f, "header")
+    if length > MAX_RECIPE_JSON:
+        raise FormatError("corrupt header (recipe too long)")
+    try:
+        return Recipe.from_json(_read_exact(f, length, "header"))
+    except RecipeError as exc:
+        raise FormatError(f"cannot decode this file: {exc}") from None
+
+
+def encode_frame(raw: bytes, payload: bytes) -> bytes:
+    return (encode_varint(len(raw)) + encode_varint(len(payload))
+            + struct.pack("<I", zlib.crc32(raw)) + payload)
+
+
+def encode_trailer(total: int) -> bytes:
+    return encode_varint(0) + encode_varint(total)
+
+
+@dataclass
+class Frame:
+    index: int
+    raw_len: int
+    crc: int
+    payload: bytes
+
+
+def read_frames(f: BinaryIO) -> Iterator[Frame]:
+    """Yield frames until the end marker; checks the trailer's total length."""
+    total = 0
+    index = 0
+    while True:
+        raw_len = _read_varint(f, f"frame {index}")
+        if raw_len == 0:
+            declared = _read_varint(f, "trailer")
+            if declared != total:
+                raise FormatError(f"corrupt input (trailer says {declared} bytes, "
+                                  f"frames hold {total})")
+            return
+        if raw_len > MAX_FRAME:
+            raise FormatError(f"corrupt input (frame {index} claims {raw_len} bytes)")
+        payload_len = _read_varint(f, f"frame {index}")
+        if payload_len > max_payload(raw_len) or payload_len % 4:
+            raise FormatError(f"corrupt input (frame {index} has a bad payload length)")
+        (crc,) = struct.unpack("<I", _read_exact(f, 4, f"frame {index}"))
+        payload = _read_exact(f, payload_len, f"frame {index}")
+        yield Frame(index, raw_len, crc, payload)
+        total += raw_len
+        index += 1
+
+
+def check_frame(frame: Frame, raw: bytes) -> None:
+    if zlib.crc32(raw) != frame.crc:
+        raise FormatError(f"corrupt input (CRC mismatch in frame {frame.index})")

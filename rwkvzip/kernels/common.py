@@ -1,0 +1,82 @@
+"""Index-table conventions and the output stage shared by every architecture.
+
+The int64 table I starts with N_DIMS dims (the first few common, the rest per architecture),
+then the parameter offsets (global slots, then per-layer slots), then the trace offsets
+(global slots, then per-layer slots); I[D_TB] says where the trace offsets start.
+"""
+
+from __future__ import annotations
+
+from rwkvzip.kernels.jit import jit
+from rwkvzip.kernels.linalg import layer_norm, matvec, softmax_with_floor
+
+# dims shared by all architectures
+D_C, D_L, D_V, D_TB = 0, 1, 2, 3
+N_DIMS = 16
+
+# global parameter slots
+P_EMB, P_LNO_W, P_LNO_B, P_HEAD, P_BIAS = range(5)
+N_GLOBAL = 5
+
+# global trace slots
+T_XOUT, T_XN, T_LOGITS, T_Q, T_P, T_GLOGITS, T_VFIRST = range(7)
+NT_GLOBAL = 7
+
+LAYER_NORM_EPS = 1e-5
+
+
+@jit(inline="always")
+def gparam(W, I, slot, n):
+    """View of a global parameter tensor of n entries."""
+    o = I[N_DIMS + slot]
+    return W[o:o + n]
+
+
+@jit(inline="always")
+def gslice(tr, I, slot, n):
+    """View of a global trace slot of length n."""
+    o = I[I[D_TB] + slot]
+    return tr[o:o + n]
+
+
+@jit(inline="always")
+def embed(token, W, I, x):
+    C = I[D_C]
+    row = gparam(W, I, P_EMB, I[D_V] * C)[token * C:(token + 1) * C]
+    for c in range(C):
+        x[c] = row[c]
+
+
+@jit(inline="always")
+def head_forward(W, tr, I, floor):
+    """Final norm of T_XOUT, LM head plus output bias, softmax and the coded distribution."""
+    C = I[D_C]
+    V = I[D_V]
+    xn = gslice(tr, I, T_XN, C)
+    layer_norm(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gparam(W, I, P_LNO_B, C),
+               LAYER_NORM_EPS, C, xn)
+    logits = gslice(tr, I, T_LOGITS, V)
+    matvec(gparam(W, I, P_HEAD, C * V), xn, C, V, logits)
+    bias = gparam(W, I, P_BIAS, V)
+    for j in range(V):
+        logits[j] += bias[j]
+    softmax_with_floor(logits, floor, gslice(tr, I, T_Q, V), gslice(tr, I, T_P, V))
+
+
+@jit(inline="always")
+def logit_gradient(symbol, tr, I, floor):
+    """d(-ln p[symbol]) / d logits for the floored p that coded the byte, into T_GLOGITS.
+
+    p = keep * softmax(z) + floor, so the gradient is s * (q - onehot) with
+    s = keep * q[symbol] / p[symbol] (s = 1 without a floor).
+    """
+    V = I[D_V]
+    q = gslice(tr, I, T_Q, V)
+    p = gslice(tr, I, T_P, V)
+    g = gslice(tr, I, T_GLOGITS, V)
+    keep = 1.0 - V * floor
+    s = keep * q[symbol] / p[symbol]
+    for j in range(V):
+        g[j] = s * q[j]
+    g[symbol] -= s
+    return g

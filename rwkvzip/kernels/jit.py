@@ -1,0 +1,21 @@
+"""The one place that says how every numeric kernel is compiled (the determinism contract).
+
+Only these fast-math flags are allowed: they let LLVM drop NaN/Inf/signed-zero bookkeeping
+but never reorder, contract (FMA) or approximate arithmetic, so SSE2, AVX2, AVX-512 and ARM
+builds produce bit-identical results.
+"""
+
+from __future__ import annotations
+
+import numba
+
+FASTMATH = frozenset({"nnan", "ninf", "nsz"})
+
+
+def jit(func=None, **kwargs):
+    """`numba.njit` with the project's fast-math subset, on-disk cache and no GIL."""
+    options = {"fastmath": set(FASTMATH), "cache": True, "nogil": True}
+    options.update(kwargs)
+    if func is None:
+        return numba.njit(**options)
+    return numba.njit(**options)(func)

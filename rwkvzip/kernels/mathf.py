@@ -1,0 +1,158 @@
+"""Transcendental functions built from + - * /, floor and exact powers of two.
+
+libm and numpy's exp/log/tanh differ between CPUs and operating systems; these do not.
+They evaluate in float64 (every operation IEEE-exact, no FMA contraction) and are
+accurate to well below float32 rounding, so the float32 results are identical everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rwkvzip.kernels.jit import jit
+
+LN2_HI = 6.93147180369123816490e-01  # ln 2, upper bits (exactly representable products with n)
+LN2_LO = 1.90821492927058770002e-10  # ln 2 - LN2_HI
+LOG2E = 1.4426950408889634
+SQRT_HALF = 0.7071067811865476
+EXP_MAX = 88.0  # keeps exp() finite in float32 (the ninf flag forbids infinities)
+EXP_MIN = -103.0  # below this exp() is zero in float32
+
+# 2**n for n in [-150, 130], exact in float64; indexed by n + 150.
+POW2 = np.array([2.0**n for n in range(-150, 131)], dtype=np.float64)
+POW2_BIAS = 150
+
+
+@jit(inline="always")
+def exp64(x: float) -> float:
+    """e**x for float32-range arguments, relative error < 1e-15."""
+    if x > EXP_MAX:
+        x = EXP_MAX
+    if x < EXP_MIN:
+        return 0.0
+    n = math.floor(x * LOG2E + 0.5)
+    r = (x - n * LN2_HI) - n * LN2_LO
+    # Taylor series to r**12 / 12!; |r| <= 0.35 so the remainder is < 1e-16.
+    p = 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * POW2[int(n) + POW2_BIAS]
+
+
+@jit(inline="always")
+def log64(x: float) -> float:
+    """Natural log of a positive finite x, relative error < 1e-15."""
+    if x <= 0.0:
+        return -745.0
+    m, e = math.frexp(x)  # x = m * 2**e with m in [0.5, 1): exact
+    if m < SQRT_HALF:
+        m = m * 2.0
+        e -= 1
+    f = m - 1.0
+    s = f / (2.0 + f)
+    s2 = s * s
+    # log(1+f) = 2 atanh(s) = 2 (s + s^3/3 + ...), |s| < 0.172.
+    t = 1.0 / 21.0
+    t = t * s2 + 1.0 / 19.0
+    t = t * s2 + 1.0 / 17.0
+    t = t * s2 + 1.0 / 15.0
+    t = t * s2 + 1.0 / 13.0
+    t = t * s2 + 1.0 / 11.0
+    t = t * s2 + 1.0 / 9.0
+    t = t * s2 + 1.0 / 7.0
+    t = t * s2 + 1.0 / 5.0
+    t = t * s2 + 1.0 / 3.0
+    t = t * s2 + 1.0
+    return 2.0 * s * t + e * LN2_HI + e * LN2_LO
+
+
+@jit(inline="always")
+def log1p64(y: float) -> float:
+    """log(1 + y) for y > -1, accurate for tiny y (Goldberg's correction)."""
+    u = 1.0 + y
+    if u == 1.0:
+        return y
+    return log64(u) * (y / (u - 1.0))
+
+
+@jit(inline="always")
+def sigmoid64(x: float) -> float:
+    return 1.0 / (1.0 + exp64(-x))
+
+
+@jit(inline="always")
+def tanh64(x: float) -> float:
+    ax = abs(x)
+    if ax < 0.0625:
+        # Series: avoids cancellation near zero. Remainder term x^11 < 1e-14 relative.
+        x2 = x * x
+        return x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (
+            -17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155925.0))))))
+    t = 1.0 if ax > 20.0 else 1.0 - 2.0 / (exp64(2.0 * ax) + 1.0)
+    return t if x > 0.0 else -t
+
+
+@jit(inline="always")
+def softplus64(x: float) -> float:
+    """log(1 + e**x), without overflow."""
+    if x > 30.0:
+        return x
+    if x < -30.0:
+        return exp64(x)
+    return log1p64(exp64(x))
+
+
+@jit(inline="always")
+def silu64(x: float) -> float:
+    return x * sigmoid64(x)
+
+
+# Array forms for tests and vectorised callers.
+
+
+@jit
+def exp_array(x, out):
+    for i in range(x.shape[0]):
+        out[i] = exp64(x[i])
+
+
+@jit
+def log_array(x, out):
+    for i in range(x.shape[0]):
+        out[i] = log64(x[i])
+
+
+@jit
+def tanh_array(x, out):
+    for i in range(x.shape[0]):
+        out[i] = tanh64(x[i])
+
+
+@jit
+def sigmoid_array(x, out):
+    for i in range(x.shape[0]):
+        out[i] = sigmoid64(x[i])
+
+
+@jit
+def softplus_array(x, out):
+    for i in range(x.shape[0]):
+        out[i] = softplus64(x[i])
+
+
+@jit
+def silu_array(x, out):
+    for i in range(x.shape[0]):
+        out[i] = silu64(x[i])

@@ -1,0 +1,147 @@
+"""Flat parameter layout (name -> offset/shape in one float32 vector) and safetensors I/O.
+
+Matrices are stored input-major inside the flat vector (see kernels/linalg.py) but saved in
+the usual PyTorch (out, in) orientation, so files look like any other checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CONFIG_METADATA_KEY = "rwkvzip_config"
+ARCH_METADATA_KEY = "rwkvzip_arch"
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be used: missing or misshaped tensors, unknown dtype."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str  # name in safetensors files
+    shape: tuple[int, ...]  # shape in files (PyTorch orientation)
+    transposed: bool  # a matrix kept input-major (shape reversed) in the flat vector
+    group: str  # train-scope group: embed, norm, attn, ffn, head, bias
+    offset: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
+class Layout:
+    """Ordered tensors packed back to back in one flat float32 vector."""
+
+    def __init__(self, specs: list[TensorSpec]):
+        placed, offset = [], 0
+        for spec in specs:
+            placed.append(TensorSpec(spec.name, spec.shape, spec.transposed, spec.group, offset))
+            offset += spec.size
+        self.specs: list[TensorSpec] = placed
+        self.by_name: dict[str, TensorSpec] = {s.name: s for s in placed}
+        self.size: int = offset
+
+    def get(self, W: np.ndarray, name: str) -> np.ndarray:
+        """The tensor in file orientation (a fresh contiguous array)."""
+        spec = self.by_name[name]
+        flat = W[spec.offset:spec.offset + spec.size]
+        if spec.transposed:
+            return np.ascontiguousarray(flat.reshape(spec.shape[::-1]).T)
+        return flat.reshape(spec.shape).copy()
+
+    def set(self, W: np.ndarray, name: str, value: np.ndarray) -> None:
+        spec = self.by_name[name]
+        value = np.asarray(value, dtype=np.float32)
+        if value.shape != spec.shape:
+            raise ModelFileError(f"tensor {name} has shape {value.shape}, expected {spec.shape}")
+        if spec.transposed:
+            value = value.T
+        W[spec.offset:spec.offset + spec.size] = value.reshape(-1)
+
+    def tensors(self, W: np.ndarray) -> dict[str, np.ndarray]:
+        return {s.name: self.get(W, s.name) for s in self.specs}
+
+    def group_mask(self, groups: set[str]) -> np.ndarray:
+        """uint8 mask over the flat vector: 1 where the tensor's group is in `groups`."""
+        mask = np.zeros(self.size, dtype=np.uint8)
+        for s in self.specs:
+            if s.group in groups:
+                mask[s.offset:s.offset + s.size] = 1
+        return mask
+
+
+def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],
+                     metadata: Mapping[str, str]) -> None:
+    from safetensors.numpy import save_file
+
+    # safetensors writes the raw buffer of each array: non-contiguous views would be saved
+    # in memory order, not logical order, so make every array contiguous first.
+    arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
+    save_file(arrays, str(path), metadata=dict(metadata))
+
+
+_DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2),
+           "F64": (np.float64, 8)}
+
+
+def load_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Read every tensor as float32 plus the metadata; F16/BF16/F64 convert exactly or refuse.
+
+    Parsed here rather than through safetensors.numpy because numpy has no bfloat16.
+    """
+    data = Path(path).read_bytes()
+    if len(data) < 8:
+        raise ModelFileError(f"{path}: not a safetensors file (too short)")
+    (hlen,) = struct.unpack("<Q", data[:8])
+    if hlen > len(data) - 8:
+        raise ModelFileError(f"{path}: not a safetensors file (bad header length)")
+    try:
+        header = json.loads(data[8:8 + hlen])
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{path}: not a safetensors file ({exc})") from None
+    metadata = header.pop("__metadata__", None) or {}
+    body = memoryview(data)[8 + hlen:]
+    tensors = {}
+    for name, info in header.items():
+        dtype = info.get("dtype")
+        if dtype not in _DTYPES:
+            raise ModelFileError(f"{path}: tensor {name} has unsupported dtype {dtype}")
+        np_dtype, width = _DTYPES[dtype]
+        shape = tuple(int(d) for d in info["shape"])
+        start, end = (int(o) for o in info["data_offsets"])
+        if not 0 <= start <= end <= len(body) or end - start != width * int(np.prod(shape)):
+            raise ModelFileError(f"{path}: tensor {name} has inconsistent offsets")
+        raw = np.frombuffer(body[start:end], dtype=np_dtype).reshape(shape)
+        if dtype == "BF16":
+            arr = (raw.astype(np.uint32) << 16).view(np.float32)
+        elif dtype == "F64":
+            arr = raw.astype(np.float32)
+            if not np.array_equal(arr.astype(np.float64), raw):
+                raise ModelFileError(f"{path}: tensor {name} is float64 and not float32-exact")
+        else:
+            arr = raw.astype(np.float32)
+        if not np.all(np.isfinite(arr)):
+            raise ModelFileError(f"{path}: tensor {name} holds NaN or infinity")
+        tensors[name] = arr
+    return tensors, dict(metadata)
+
+
+def check_tensors(layout: Layout, tensors: Mapping[str, np.ndarray], path: str | Path) -> None:
+    """Every tensor present with its shape; nothing unexpected."""
+    missing = [s.name for s in layout.specs if s.name not in tensors]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ModelFileError(f"{path}: missing tensor {missing[0]}{more}")
+    for s in layout.specs:
+        if tuple(tensors[s.name].shape) != s.shape:
+            raise ModelFileError(f"{path}: tensor {s.name} has shape "
+                                 f"{tuple(tensors[s.name].shape)}, expected {s.shape}")
+    extra = sorted(set(tensors) - set(layout.by_name))
+    if extra:
+        raise ModelFileError(f"{path}: unexpected tensor {extra[0]}")

@@ -1,0 +1,182 @@
+"""What makes a compressed file reproducible: architecture, model config, training policy, seed
+and numeric-contract version, plus the frozen preset cards that name common recipes.
+
+A recipe travels in every file header, either as a preset id (one byte) or spelled out as
+canonical JSON. A preset card's meaning never changes once released.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import lru_cache
+from importlib import resources
+
+from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
+
+# Version of the arithmetic that turns a recipe and input into probabilities. Any change to
+# a kernel that alters a single bit of a probability needs a new contract version.
+NUMERIC_CONTRACT = 1
+SUPPORTED_CONTRACTS = frozenset({1})
+
+# Smallest probability of any byte (the rest is scaled by 1 - 256 * floor).
+PROB_FLOOR = 2.0**-20
+
+ARCHS = {"rwkv7": (Rwkv7Config, Rwkv7Model)}
+OPTIMIZERS = ("sgd", "adam")
+MAX_SEED = 2**64 - 1
+
+
+class RecipeError(ValueError):
+    """A recipe this version cannot run (bad values, unknown architecture or preset)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    arch: str = "rwkv7"
+    model: Rwkv7Config = field(default_factory=Rwkv7Config)
+    optimizer: str = "adam"
+    lr: float = 0.002
+    beta1: float = 0.0
+    beta2: float = 0.999
+    eps: float = 1e-8
+    seed: int = 0
+    contract: int = NUMERIC_CONTRACT
+
+    def validate(self) -> None:
+        if self.arch not in ARCHS:
+            raise RecipeError(f"unknown architecture {self.arch!r}")
+        if self.contract not in SUPPORTED_CONTRACTS:
+            raise RecipeError(f"numeric contract {self.contract} is not supported by this "
+                              f"version (supported: {sorted(SUPPORTED_CONTRACTS)})")
+        if self.optimizer not in OPTIMIZERS:
+            raise RecipeError(f"unknown optimizer {self.optimizer!r}")
+        if not 0.0 <= self.lr <= 10.0:
+            raise RecipeError(f"learning rate must be in [0, 10], got {self.lr}")
+        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
+            raise RecipeError("Adam betas must be in [0, 1)")
+        if not 0.0 < self.eps <= 1.0:
+            raise RecipeError(f"Adam eps must be in (0, 1], got {self.eps}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise RecipeError(f"seed must be in [0, 2**64), got {self.seed}")
+        try:
+            self.model.validate()
+        except ValueError as exc:
+            raise RecipeError(str(exc)) from None
+
+    def build_model(self) -> Rwkv7Model:
+        return ARCHS[self.arch][1](self.model)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["model"] = self.model.to_dict()
+        return d
+
+    def to_json(self) -> bytes:
+        """Canonical form: sorted keys, no spaces, so a recipe has exactly one encoding."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Recipe:
+        if not isinstance(d, dict):
+            raise RecipeError("recipe must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise RecipeError(f"unknown recipe field {sorted(unknown)[0]!r}")
+        arch = d.get("arch", "rwkv7")
+        if arch not in ARCHS:
+            raise RecipeError(f"unknown architecture {arch!r}")
+        cfg_cls = ARCHS[arch][0]
+        model = d.get("model", {})
+        if not isinstance(model, dict):
+            raise RecipeError("recipe model must be a JSON object")
+        cfg_fields = {f.name: f.type for f in fields(cfg_cls)}
+        bad = set(model) - set(cfg_fields)
+        if bad:
+            raise RecipeError(f"unknown model field {sorted(bad)[0]!r}")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in model.values()):
+            raise RecipeError("model fields must be integers")
+        kwargs = {k: v for k, v in d.items() if k != "model"}
+        _check_types(kwargs)
+        recipe = cls(**kwargs, model=cfg_cls(**model))
+        recipe.validate()
+        return recipe
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Recipe:
+        try:
+            d = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise RecipeError("recipe is not valid JSON") from None
+        return cls.from_dict(d)
+
+
+_FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
+                "eps": float, "seed": int, "contract": int}
+
+
+def _check_types(kwargs: dict) -> None:
+    for name, value in kwargs.items():
+        want = _FIELD_TYPES[name]
+        ok = isinstance(value, want) and not isinstance(value, bool)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise RecipeError(f"recipe field {name!r} has the wrong type")
+
+
+@dataclass(frozen=True)
+class PresetCard:
+    id: int
+    name: str
+    description: str
+    recipe: Recipe
+
+
+@lru_cache(maxsize=1)
+def preset_cards() -> dict[int, PresetCard]:
+    """Every frozen card shipped in rwkvzip.models, by id."""
+    cards = {}
+    for entry in resources.files("rwkvzip.models").iterdir():
+        if not entry.name.endswith(".json"):
+            continue
+        d = json.loads(entry.read_text())
+        card = PresetCard(int(d["id"]), d["name"], d["description"],
+                          Recipe.from_dict(d["recipe"]))
+        if card.id in cards:
+            raise RuntimeError(f"preset id {card.id} is used twice")
+        cards[card.id] = card
+    return cards
+
+
+def preset_by_name(name: str) -> PresetCard:
+    for card in preset_cards().values():
+        if card.name == name:
+            return card
+    raise RecipeError(f"unknown preset {name!r}")
+
+
+DEFAULT_PRESET = "core-v1"
+
+
+def default_recipe() -> Recipe:
+    return preset_by_name(DEFAULT_PRESET).recipe
+
+
+def preset_id_of(recipe: Recipe) -> int | None:
+    """The card id whose recipe equals this one, so the header can name it in one byte."""
+    for card in preset_cards().values():
+        if card.recipe == recipe:
+            return card.id
+    return None
+
+
+def with_overrides(base: Recipe, **overrides) -> Recipe:
+    """A recipe with some policy fields and model fields replaced (None means keep)."""
+    model_fields = {f.name for f in fields(base.model)}
+    model_kw = {k: v for k, v in overrides.items() if k in model_fields and v is not None}
+    top_kw = {k: v for k, v in overrides.items() if k not in model_fields and v is not None}
+    recipe = replace(base, model=replace(base.model, **model_kw), **top_kw)
+    recipe.validate()
+    return recipe
