@@ -49,7 +49,8 @@ def compress_stream(fin: BinaryIO, fout: BinaryIO, recipe: Recipe | None = None,
         raw = _read_full(fin, container.MAX_FRAME)
         if not raw:
             break
-        frame = container.encode_frame(raw, predictor.encode_frame(raw))
+        payload = predictor.encode_frame(raw)
+        frame = container.encode_frame(raw, payload if len(payload) < len(raw) else None)
         fout.write(frame)
         stats.raw_bytes += len(raw)
         stats.compressed_bytes += len(frame)
@@ -75,10 +76,14 @@ def decompress_stream(fin: BinaryIO, fout: BinaryIO,
         stats.members += 1
         predictor = Predictor(recipe)
         for frame in container.read_frames(fin):
-            try:
-                raw = predictor.decode_frame(frame.payload, frame.raw_len)
-            except CoderError as exc:
-                raise FormatError(f"corrupt input (frame {frame.index}: {exc})") from None
+            if frame.stored:
+                raw = frame.payload
+                predictor.learn_frame(raw)
+            else:
+                try:
+                    raw = predictor.decode_frame(frame.payload, frame.raw_len)
+                except CoderError as exc:
+                    raise FormatError(f"corrupt input (frame {frame.index}: {exc})") from None
             container.check_frame(frame, raw)
             fout.write(raw)
             stats.raw_bytes += len(raw)

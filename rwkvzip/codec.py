@@ -71,6 +71,12 @@ class Predictor:
             coder.encode_rows(block, rows, enc)
         return coder.finish(enc)
 
+    def learn_frame(self, data: bytes) -> None:
+        """Advance over bytes stored uncoded, exactly as encoding them would have."""
+        buf = np.frombuffer(data, dtype=np.uint8)
+        stepper.learn_block(buf, self.arch, self.W, self.O, self.state, self.trace,
+                            self.index, self.F)
+
     def decode_frame(self, payload: bytes, raw_len: int) -> bytes:
         dec = coder.new_decoder(payload)
         out = bytearray(raw_len)
@@ -83,6 +89,6 @@ class Predictor:
                 sym = decode_one(dec, probs)
                 out[t] = sym
                 advance(sym, arch, W, O, state, trace, index, F)
-        except (ValueError, RuntimeError) as exc:  # constriction on a corrupt payload
+        except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
             raise coder.CoderError(str(exc)) from None
         return bytes(out)

@@ -101,9 +101,12 @@ def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
         raise FormatError(f"cannot decode this file: {exc}") from None
 
 
-def encode_frame(raw: bytes, payload: bytes) -> bytes:
-    return (encode_varint(len(raw)) + encode_varint(len(payload))
-            + struct.pack("<I", zlib.crc32(raw)) + payload)
+def encode_frame(raw: bytes, payload: bytes | None) -> bytes:
+    """A coded frame, or a stored one (payload None: the raw bytes follow as they are)."""
+    stored = payload is None
+    body = raw if stored else payload
+    return (encode_varint(len(raw)) + encode_varint(2 * len(body) + stored)
+            + struct.pack("<I", zlib.crc32(raw)) + body)
 
 
 def encode_trailer(total: int) -> bytes:
@@ -116,6 +119,7 @@ class Frame:
     raw_len: int
     crc: int
     payload: bytes
+    stored: bool  # payload is the raw bytes (coding would have expanded them)
 
 
 def read_frames(f: BinaryIO) -> Iterator[Frame]:
@@ -132,12 +136,14 @@ def read_frames(f: BinaryIO) -> Iterator[Frame]:
             return
         if raw_len > MAX_FRAME:
             raise FormatError(f"corrupt input (frame {index} claims {raw_len} bytes)")
-        payload_len = _read_varint(f, f"frame {index}")
-        if payload_len > max_payload(raw_len) or payload_len % 4:
+        field = _read_varint(f, f"frame {index}")
+        payload_len, stored = field >> 1, bool(field & 1)
+        if (payload_len != raw_len if stored
+                else payload_len > max_payload(raw_len) or payload_len % 4):
             raise FormatError(f"corrupt input (frame {index} has a bad payload length)")
         (crc,) = struct.unpack("<I", _read_exact(f, 4, f"frame {index}"))
         payload = _read_exact(f, payload_len, f"frame {index}")
-        yield Frame(index, raw_len, crc, payload)
+        yield Frame(index, raw_len, crc, payload, stored)
         total += raw_len
         index += 1
 

@@ -36,7 +36,7 @@ class Recipe:
     arch: str = "rwkv7"
     model: Rwkv7Config = field(default_factory=Rwkv7Config)
     optimizer: str = "adam"
-    lr: float = 0.002
+    lr: float = 0.0005
     beta1: float = 0.0
     beta2: float = 0.999
     eps: float = 1e-8
@@ -81,20 +81,20 @@ class Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
         known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise RecipeError(f"unknown recipe field {sorted(unknown)[0]!r}")
-        arch = d.get("arch", "rwkv7")
-        if arch not in ARCHS:
+        if set(d) != known:  # a stored recipe is complete: no defaults fill gaps
+            odd = sorted(set(d) ^ known)[0]
+            raise RecipeError(f"recipe field {odd!r} is {'unknown' if odd in d else 'missing'}")
+        arch = d["arch"]
+        if not isinstance(arch, str) or arch not in ARCHS:
             raise RecipeError(f"unknown architecture {arch!r}")
         cfg_cls = ARCHS[arch][0]
-        model = d.get("model", {})
+        model = d["model"]
         if not isinstance(model, dict):
             raise RecipeError("recipe model must be a JSON object")
-        cfg_fields = {f.name: f.type for f in fields(cfg_cls)}
-        bad = set(model) - set(cfg_fields)
-        if bad:
-            raise RecipeError(f"unknown model field {sorted(bad)[0]!r}")
+        cfg_fields = {f.name for f in fields(cfg_cls)}
+        if set(model) != cfg_fields:
+            odd = sorted(set(model) ^ cfg_fields)[0]
+            raise RecipeError(f"model field {odd!r} is {'unknown' if odd in model else 'missing'}")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in model.values()):
             raise RecipeError("model fields must be integers")
         kwargs = {k: v for k, v in d.items() if k != "model"}

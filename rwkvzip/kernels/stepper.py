@@ -41,3 +41,10 @@ def encode_block(data, probs, arch, W, O, state, tr, I, F):
         for j in range(V):
             probs[t, j] = p[j]
         advance(data[t], arch, W, O, state, tr, I, F)
+
+
+@jit
+def learn_block(data, arch, W, O, state, tr, I, F):
+    """Advance over a block without coding it (frames stored raw)."""
+    for t in range(data.shape[0]):
+        advance(data[t], arch, W, O, state, tr, I, F)

@@ -1,0 +1,86 @@
+"""Save and load a model's weights as safetensors, with the architecture and config in metadata.
+
+Tensor names follow the reference RWKV-7 checkpoints (model.embeddings.weight,
+model.layers.{i}.attn.r_proj.weight, ..., lm_head.weight); rwkvzip adds lm_head.bias.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rwkvzip.params import (
+    ARCH_METADATA_KEY,
+    CONFIG_METADATA_KEY,
+    ModelFileError,
+    check_tensors,
+    load_safetensors,
+    save_safetensors,
+)
+from rwkvzip.recipe import ARCHS
+from rwkvzip.rwkv7 import HEAD_SIZE, Rwkv7Config
+
+
+def save_model(path: str | Path, model, W: np.ndarray) -> None:
+    metadata = {ARCH_METADATA_KEY: model.arch,
+                CONFIG_METADATA_KEY: json.dumps(model.cfg.to_dict(), sort_keys=True)}
+    save_safetensors(path, model.layout.tensors(W), metadata)
+
+
+def _infer_rwkv7_config(tensors: dict[str, np.ndarray], path) -> Rwkv7Config:
+    """Config from tensor shapes, for checkpoints written without rwkvzip metadata."""
+    def shape(name: str) -> tuple[int, ...]:
+        if name not in tensors:
+            raise ModelFileError(f"{path}: missing tensor {name}")
+        return tuple(tensors[name].shape)
+
+    hidden = shape("model.embeddings.weight")[1]
+    layers = 0
+    while f"model.layers.{layers}.attn.r_proj.weight" in tensors:
+        layers += 1
+    v_name = "model.layers.1.attn.v_lora.lora.0.weight"
+    return Rwkv7Config(
+        hidden=hidden,
+        layers=layers,
+        ffn=shape("model.layers.0.ffn.key.weight")[0],
+        decay_rank=shape("model.layers.0.attn.w_lora.lora.0.weight")[0],
+        a_rank=shape("model.layers.0.attn.a_lora.lora.0.weight")[0],
+        v_rank=shape(v_name)[0] if layers > 1 else 16,
+        g_rank=shape("model.layers.0.attn.g_lora.lora.0.weight")[0],
+    )
+
+
+def load_model(path: str | Path):
+    """(model, W) from a safetensors file; refuses anything it cannot use exactly."""
+    try:
+        tensors, metadata = load_safetensors(path)
+    except OSError as exc:
+        raise ModelFileError(f"{path}: {exc.strerror or exc}") from None
+    arch = metadata.get(ARCH_METADATA_KEY, "rwkv7")
+    if arch not in ARCHS:
+        raise ModelFileError(f"{path}: unknown architecture {arch!r}")
+    cfg_cls, model_cls = ARCHS[arch]
+    if CONFIG_METADATA_KEY in metadata:
+        try:
+            cfg = cfg_cls(**json.loads(metadata[CONFIG_METADATA_KEY]))
+        except (TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: bad config metadata ({exc})") from None
+    else:
+        cfg = _infer_rwkv7_config(tensors, path)
+        if "lm_head.bias" not in tensors:  # reference checkpoints have no output bias
+            tensors["lm_head.bias"] = np.zeros(256, dtype=np.float32)
+    if cfg.hidden % HEAD_SIZE:
+        raise ModelFileError(f"{path}: hidden size {cfg.hidden} is not a multiple of "
+                             f"{HEAD_SIZE}")
+    try:
+        model = model_cls(cfg)
+    except ValueError as exc:
+        raise ModelFileError(f"{path}: {exc}") from None
+    check_tensors(model.layout, tensors, path)
+    W = np.zeros(model.layout.size, dtype=np.float32)
+    for name, value in tensors.items():
+        model.layout.set(W, name, value)
+    return model, W
+

@@ -1,0 +1,50 @@
+"""Recipes: canonical JSON, validation, presets."""
+
+import json
+
+import pytest
+
+from rwkvzip.recipe import (
+    Recipe,
+    RecipeError,
+    default_recipe,
+    preset_cards,
+    preset_id_of,
+    with_overrides,
+)
+
+
+def test_canonical_json_roundtrip(tiny_recipe):
+    raw = tiny_recipe.to_json()
+    assert Recipe.from_json(raw) == tiny_recipe
+    assert raw == Recipe.from_json(raw).to_json()
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"arch": "mamba99"}, "unknown architecture"),
+    ({"arch": 1}, "unknown architecture"),
+    ({"contract": 2}, "numeric contract 2 is not supported"),
+    ({"optimizer": "lion"}, "unknown optimizer"),
+    ({"lr": "fast"}, "wrong type"),
+    ({"seed": -1}, "seed"),
+    ({"extra": 1}, "unknown"),
+    ({"model": {"hidden": 100}}, "missing|multiple of 64"),
+])
+def test_invalid_recipes_are_refused(tiny_recipe, change, message):
+    d = json.loads(tiny_recipe.to_json())
+    d.update(change)
+    with pytest.raises(RecipeError, match=message):
+        Recipe.from_dict(d)
+
+
+def test_default_recipe_is_a_frozen_preset():
+    assert preset_id_of(default_recipe()) is not None
+    assert all(card.recipe.contract == 1 for card in preset_cards().values())
+
+
+def test_overrides_change_only_what_is_given():
+    r = with_overrides(default_recipe(), hidden=64, seed=5, lr=None)
+    assert r.model.hidden == 64 and r.seed == 5 and r.lr == default_recipe().lr
+    assert preset_id_of(r) is None
+    with pytest.raises(RecipeError, match="multiple of 64"):
+        with_overrides(default_recipe(), hidden=65)
