@@ -11,7 +11,19 @@ from rwkvzip.recipe import Recipe
 from rwkvzip.rwkv7 import Rwkv7Config
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("RWKVZIP_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def _find_corpus() -> Path:
+    """RWKVZIP_CORPUS, else ../shared/corpus beside the checkout, else the workplace copy."""
+    candidates = [os.environ.get("RWKVZIP_CORPUS"), ROOT.parent / "shared" / "corpus",
+                  "/work/shared/corpus"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c)
+    return ROOT.parent / "shared" / "corpus"
+
+
+CORPUS = _find_corpus()
 
 TINY_CONFIG = Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8, a_rank=8, v_rank=8,
                           g_rank=16)

@@ -6,12 +6,13 @@ import os
 
 import numpy as np
 import pytest
-from conftest import corpus_file
 
 from rwkvzip import api, container
 from rwkvzip.codec import Predictor
 from rwkvzip.kernels import common, stepper
 from rwkvzip.recipe import Recipe, default_recipe
+
+from conftest import corpus_file
 
 FAST_CORPUS = ["canterbury/grammar.lsp", "canterbury/xargs.1", "artificial/a.txt",
                "canterbury/fields.c"]

@@ -5,13 +5,14 @@ import struct
 
 import numpy as np
 import pytest
-from conftest import TINY_CONFIG
 from safetensors.numpy import save_file
 
 from rwkvzip.kernels import common, rwkv7
 from rwkvzip.modelfile import load_model, save_model
 from rwkvzip.params import ModelFileError
 from rwkvzip.rwkv7 import Rwkv7Model
+
+from conftest import TINY_CONFIG
 
 
 @pytest.fixture

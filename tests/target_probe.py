@@ -1,0 +1,56 @@
+"""Run in a subprocess built for one CPU target (NUMBA_CPU_NAME / NUMBA_CPU_FEATURES).
+
+  probe compress IN OUT   -> compress IN to OUT, print digests of kernel outputs and OUT
+  probe decompress IN OUT -> decompress IN to OUT
+"""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from rwkvzip import api
+from rwkvzip.kernels import mathf
+from rwkvzip.recipe import Recipe
+from rwkvzip.rwkv7 import Rwkv7Config
+
+RECIPES = {
+    "tiny-adam": Recipe(model=Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8,
+                                          a_rank=8, v_rank=8, g_rank=16),
+                        optimizer="adam", lr=0.002, seed=3),
+    "wide-sgd": Recipe(model=Rwkv7Config(hidden=192, layers=1, ffn=256, decay_rank=8,
+                                         a_rank=8, v_rank=8, g_rank=16),
+                       optimizer="sgd", lr=0.02, seed=4),
+}
+
+
+def kernel_digest() -> str:
+    x = np.linspace(-40, 40, 20001)
+    h = hashlib.sha256()
+    for fn in (mathf.exp_array, mathf.tanh_array, mathf.sigmoid_array, mathf.softplus_array,
+               mathf.silu_array):
+        out = np.empty_like(x)
+        fn(x, out)
+        h.update(out.tobytes())
+    out = np.empty_like(x)
+    mathf.log_array(np.exp(x), out)
+    h.update(out.tobytes())
+    return h.hexdigest()
+
+
+def main() -> None:
+    mode, recipe_name, src, dst = sys.argv[1:5]
+    data = Path(src).read_bytes()
+    if mode == "compress":
+        blob = api.compress(data, RECIPES[recipe_name])
+        Path(dst).write_bytes(blob)
+        print(json.dumps({"kernels": kernel_digest(),
+                          "blob": hashlib.sha256(blob).hexdigest()}))
+    else:
+        Path(dst).write_bytes(api.decompress(data))
+
+
+if __name__ == "__main__":
+    main()
