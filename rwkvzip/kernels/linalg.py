@@ -32,18 +32,7 @@ def matvec(M, x, n_in, n_out, y):
 @jit(inline="always")
 def layer_norm(x, w, b, eps, n, y):
     """y = (x - mean) / sqrt(var + eps) * w + b; statistics in float64, index order."""
-    mean = 0.0
-    for i in range(n):
-        mean += x[i]
-    mean /= n
-    var = 0.0
-    for i in range(n):
-        d = x[i] - mean
-        var += d * d
-    var /= n
-    inv = 1.0 / math.sqrt(var + eps)
-    for i in range(n):
-        y[i] = (x[i] - mean) * inv * w[i] + b[i]
+    group_norm(x, w, b, eps, 1, n, y)
 
 
 @jit(inline="always")

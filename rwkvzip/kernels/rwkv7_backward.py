@@ -1,0 +1,597 @@
+"""Exact reverse-mode gradient of one RWKV-7 forward step (numba).
+
+`backward_step` differentiates the loss -ln p[symbol] of one `forward_step` (p the floored
+distribution that coded the byte) with respect to every parameter and to the recurrent state
+the step started from. It reads the intermediates that `forward_step` left in the trace, plus
+copies of the state before and after the step (the WKV update needs both), so no forward work
+is repeated except two small per-head reductions (the removal term u = S kk and layer-norm
+statistics, recomputed in exactly the forward's order).
+
+Truncated BPTT over T steps: run forward_step for each step keeping (state_old, state_new,
+trace); then call backward_step from the last step to the first with one gstate array, zero
+before the last step. Each call adds that step's parameter gradient into G and turns
+dL/d(state after the step) into dL/d(state before it).
+
+Conventions as in the forward kernels: matrices are input-major (M[i * n_out + o]); every
+reduction runs sequentially in index order; input gradients M @ g are explicit per-input
+sums over the outputs and weight gradients are axpy rows, so results are bit-identical on
+every target (see kernels/jit.py and kernels/linalg.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+from rwkvzip.kernels.common import (
+    D_C,
+    D_L,
+    D_V,
+    LAYER_NORM_EPS,
+    P_BIAS,
+    P_EMB,
+    P_HEAD,
+    P_LNO_B,
+    P_LNO_W,
+    T_VFIRST,
+    T_XN,
+    T_XOUT,
+    gparam,
+    gslice,
+    logit_gradient,
+)
+from rwkvzip.kernels.jit import jit
+from rwkvzip.kernels.rwkv7 import (
+    D_DA,
+    D_DG,
+    D_DV,
+    D_DW,
+    D_H,
+    D_I,
+    D_N,
+    GROUP_NORM_EPS,
+    INV_SQRT_E,
+    KK_MIN_NORM,
+    L_A0,
+    L_A1,
+    L_A2,
+    L_ATT_B,
+    L_ATT_W,
+    L_F_KEY,
+    L_F_VAL,
+    L_F_XK,
+    L_FFN_B,
+    L_FFN_W,
+    L_G1,
+    L_G2,
+    L_GN_B,
+    L_GN_W,
+    L_K_A,
+    L_K_K,
+    L_PRE_B,
+    L_PRE_W,
+    L_R_K,
+    L_V0,
+    L_V1,
+    L_V2,
+    L_W0,
+    L_W1,
+    L_W2,
+    L_WK,
+    L_WO,
+    L_WR,
+    L_WV,
+    L_X_A,
+    L_X_G,
+    L_X_K,
+    L_X_R,
+    L_X_V,
+    L_X_W,
+    S_A,
+    S_AH,
+    S_ALPHA,
+    S_AXP,
+    S_FK,
+    S_FN,
+    S_FPRE,
+    S_FXK,
+    S_FXP,
+    S_G,
+    S_GH,
+    S_K,
+    S_KK,
+    S_KKPRE,
+    S_KPRE,
+    S_NU,
+    S_R,
+    S_V,
+    S_VH,
+    S_VPRE,
+    S_WDEC,
+    S_WH,
+    S_WSIG,
+    S_X0,
+    S_X_IN,
+    S_XA,
+    S_XAA,
+    S_XG,
+    S_XK,
+    S_XMID,
+    S_XR,
+    S_XV,
+    S_XW,
+    S_YGATE,
+    S_YHEAD,
+    S_YWKV,
+    layer_state,
+    lparam,
+    tslice,
+)
+
+# ---- scratch layout: N_CVEC vectors of C, then FF, then the largest low rank, then 2 * N ----
+(
+    B_GX, B_GVF, B_GXA, B_GT, B_GT2, B_GYH, B_GG, B_GV,
+    B_GR, B_GK, B_GKK, B_GA, B_GW, B_GY, B_GXV,
+) = range(15)
+N_CVEC = 15
+
+
+@jit
+def backward_scratch_size(I):
+    """float32 entries of the scratch array `backward_step` needs for the model described by I."""
+    rank = max(max(I[D_DW], I[D_DA]), max(I[D_DV], I[D_DG]))
+    return N_CVEC * I[D_C] + I[D_I] + rank + 2 * I[D_N]
+
+
+@jit(inline="always")
+def cvec(scratch, C, slot):
+    return scratch[slot * C:(slot + 1) * C]
+
+
+@jit(inline="always")
+def matvec_t(M, g, n_in, n_out, x):
+    """x = M g: the input gradient of y = x @ M (input-major M), each sum in output order.
+
+    Four rows run side by side only to overlap their dependency chains; every x[i] is still
+    the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
+    """
+    n4 = n_in - n_in % 4
+    for i in range(0, n4, 4):
+        r0 = M[i * n_out:(i + 1) * n_out]
+        r1 = M[(i + 1) * n_out:(i + 2) * n_out]
+        r2 = M[(i + 2) * n_out:(i + 3) * n_out]
+        r3 = M[(i + 3) * n_out:(i + 4) * n_out]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for o in range(n_out):
+            go = g[o]
+            s0 += r0[o] * go
+            s1 += r1[o] * go
+            s2 += r2[o] * go
+            s3 += r3[o] * go
+        x[i] = s0
+        x[i + 1] = s1
+        x[i + 2] = s2
+        x[i + 3] = s3
+    for i in range(n4, n_in):
+        s = 0.0
+        for o in range(n_out):
+            s += M[i * n_out + o] * g[o]
+        x[i] = s
+
+
+@jit(inline="always")
+def outer_acc(GM, x, g, n_in, n_out):
+    """GM += x g^T: the weight gradient of y = x @ M (input-major), accumulated."""
+    for i in range(n_in):
+        xi = x[i]
+        for o in range(n_out):
+            GM[i * n_out + o] += xi * g[o]
+
+
+@jit(inline="always")
+def vec_acc(Gv, g, n):
+    for i in range(n):
+        Gv[i] += g[i]
+
+
+@jit(inline="always")
+def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
+    """Back through y = layer_norm(x) * w + b: gx += dL/dx; Gw, Gb += dL/dw, dL/db.
+
+    The statistics are recomputed exactly as the forward computed them (float64, index order).
+    """
+    mean = 0.0
+    for i in range(n):
+        mean += x[i]
+    mean /= n
+    var = 0.0
+    for i in range(n):
+        d = x[i] - mean
+        var += d * d
+    var /= n
+    inv = 1.0 / math.sqrt(var + eps)
+    sum_g = 0.0
+    sum_gx = 0.0
+    for i in range(n):
+        xhat = (x[i] - mean) * inv
+        gw = gy[i] * w[i]
+        sum_g += gw
+        sum_gx += gw * xhat
+        Gw[i] += gy[i] * xhat
+        Gb[i] += gy[i]
+    sum_g /= n
+    sum_gx /= n
+    for i in range(n):
+        xhat = (x[i] - mean) * inv
+        gx[i] += (gy[i] * w[i] - sum_g - xhat * sum_gx) * inv
+
+
+@jit(inline="always")
+def mix_backward(gm, m, prev, base, n, gbase, gprev, Gm):
+    """Back through xm = base + (prev - base) * m (a token-shift mix)."""
+    for c in range(n):
+        g = gm[c]
+        mc = m[c]
+        gbase[c] += g * (1.0 - mc)
+        gprev[c] += g * mc
+        Gm[c] += g * (prev[c] - base[c])
+
+
+@jit(inline="always")
+def wkv_backward(S_old, S_new, gS, w, k, v, kk, a, r, gy, N, gr, gk, gv, gw, gkk, ga, u, gu):
+    """Back through one head of the WKV step (state key-major, S[j * N + i]).
+
+    Forward: u[i] = sum_j S_old[j, i] kk[j]; S_new[j, i] = S_old[j, i] w[j] + b[j] u[i]
+    + k[j] v[i] with b = -kk a; y[i] = sum_j S_new[j, i] r[j].
+    On entry gS = dL/dS_new, on exit dL/dS_old. gr, gk, gv accumulate; gw, gkk, ga are set.
+    """
+    # read-out: gr[j] += sum_i S_new[j, i] gy[i]; gS[j, i] += r[j] gy[i]
+    for j in range(N):
+        s = 0.0
+        for i in range(N):
+            s += S_new[j * N + i] * gy[i]
+        gr[j] += s
+        rj = r[j]
+        for i in range(N):
+            gS[j * N + i] += rj * gy[i]
+    # u = S_old kk, in the forward's order (bit-identical to the value it used)
+    for i in range(N):
+        u[i] = 0.0
+    for j in range(N):
+        kj = kk[j]
+        for i in range(N):
+            u[i] += S_old[j * N + i] * kj
+    # gu[i] = sum_j gS[j, i] b[j]; gv[i] += sum_j gS[j, i] k[j]
+    for i in range(N):
+        gu[i] = 0.0
+    for j in range(N):
+        bj = -kk[j] * a[j]
+        kj = k[j]
+        for i in range(N):
+            g = gS[j * N + i]
+            gu[i] += g * bj
+            gv[i] += g * kj
+    # per key j: gw = sum_i gS S_old; gb = sum_i gS u; gk += sum_i gS v; gkk += sum_i S_old gu
+    for j in range(N):
+        sw = 0.0
+        sb = 0.0
+        sk = 0.0
+        su = 0.0
+        for i in range(N):
+            g = gS[j * N + i]
+            so = S_old[j * N + i]
+            sw += g * so
+            sb += g * u[i]
+            sk += g * v[i]
+            su += so * gu[i]
+        gw[j] = sw
+        gk[j] += sk
+        gkk[j] = su - sb * a[j]
+        ga[j] = -sb * kk[j]
+    # dL/dS_old[j, i] = gS[j, i] w[j] + kk[j] gu[i]
+    for j in range(N):
+        wj = w[j]
+        kj = kk[j]
+        for i in range(N):
+            gS[j * N + i] = gS[j * N + i] * wj + kj * gu[i]
+
+
+@jit(inline="always")
+def lowrank_out(gout, hid, M2, rank, n_out, G2, gh):
+    """Second half of a low-rank projection out = hid @ M2: G2 += hid gout^T, gh = M2 gout."""
+    outer_acc(G2, hid, gout, rank, n_out)
+    matvec_t(M2, gout, rank, n_out, gh)
+
+
+@jit(inline="always")
+def lowrank_in(gh, xin, M1, n_in, rank, G1, gx):
+    """First half, hid = act(xin @ M1), act' already applied to gh: G1 += xin gh^T, gx = M1 gh."""
+    outer_acc(G1, xin, gh, n_in, rank)
+    matvec_t(M1, gh, n_in, rank, gx)
+
+
+@jit
+def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, scratch):
+    """Add d(-ln p[symbol]) / dW of one forward step into G; map gstate back one step.
+
+    token      the byte the step read (its embedding row gets the input gradient)
+    symbol     the byte the step's distribution coded (the loss is -ln p[symbol])
+    W, G       flat float32 parameters and their gradient accumulator (same layout, G += ...)
+    state_old  the recurrent state before forward_step; state_new the state after it
+    tr         the trace forward_step left for this step (T_GLOGITS gets dL/dlogits)
+    gstate     in: dL/d(state_new) (zeros for a single step); out: dL/d(state_old)
+    I, floor   the index table and the output floor the forward used
+    scratch    float32 work array of at least backward_scratch_size(I) entries
+    """
+    C = I[D_C]
+    L = I[D_L]
+    V = I[D_V]
+    H = I[D_H]
+    N = I[D_N]
+    FF = I[D_I]
+    Dw = I[D_DW]
+    Da = I[D_DA]
+    Dv = I[D_DV]
+    Dg = I[D_DG]
+    NN = N * N
+
+    GX = cvec(scratch, C, B_GX)  # dL/d(residual stream) at the current point
+    GVF = cvec(scratch, C, B_GVF)  # dL/d(v_first), gathered from every layer > 0
+    GXA = cvec(scratch, C, B_GXA)  # dL/d(attention layer-norm output xa)
+    GT = cvec(scratch, C, B_GT)
+    GT2 = cvec(scratch, C, B_GT2)
+    GYH = cvec(scratch, C, B_GYH)
+    GG = cvec(scratch, C, B_GG)
+    GV = cvec(scratch, C, B_GV)
+    GR = cvec(scratch, C, B_GR)
+    GK = cvec(scratch, C, B_GK)
+    GKK = cvec(scratch, C, B_GKK)
+    GA = cvec(scratch, C, B_GA)
+    GW = cvec(scratch, C, B_GW)
+    GY = cvec(scratch, C, B_GY)
+    GXV = cvec(scratch, C, B_GXV)
+    o = N_CVEC * C
+    GF = scratch[o:o + FF]
+    o += FF
+    rank = max(max(Dw, Da), max(Dv, Dg))
+    GH = scratch[o:o + rank]
+    o += rank
+    U = scratch[o:o + N]
+    GU = scratch[o + N:o + 2 * N]
+
+    # ---- output: bias, LM head, final layer norm ----
+    glog = logit_gradient(symbol, tr, I, floor)
+    vec_acc(gparam(G, I, P_BIAS, V), glog, V)
+    outer_acc(gparam(G, I, P_HEAD, C * V), gslice(tr, I, T_XN, C), glog, C, V)
+    matvec_t(gparam(W, I, P_HEAD, C * V), glog, C, V, GT)
+    for c in range(C):
+        GX[c] = 0.0
+        GVF[c] = 0.0
+    layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), GT,
+                        LAYER_NORM_EPS, C, GX, gparam(G, I, P_LNO_W, C),
+                        gparam(G, I, P_LNO_B, C))
+    vfirst = gslice(tr, I, T_VFIRST, C)
+
+    for l in range(L - 1, -1, -1):
+        g_att, g_ffn, g_wkv = layer_state(gstate, I, l)
+        _, _, wkv_old = layer_state(state_old, I, l)
+        _, _, wkv_new = layer_state(state_new, I, l)
+
+        # ---- channel mixing: out = xmid + relu(fxk @ Key)^2 @ Value ----
+        fk = tslice(tr, I, l, S_FK, FF)
+        fpre = tslice(tr, I, l, S_FPRE, FF)
+        fxk = tslice(tr, I, l, S_FXK, C)
+        fn = tslice(tr, I, l, S_FN, C)
+        fxp = tslice(tr, I, l, S_FXP, C)
+        outer_acc(lparam(G, I, l, L_F_VAL, FF * C), fk, GX, FF, C)
+        matvec_t(lparam(W, I, l, L_F_VAL, FF * C), GX, FF, C, GF)
+        for j in range(FF):
+            GF[j] = GF[j] * (2.0 * fpre[j]) if fpre[j] > 0.0 else 0.0
+        outer_acc(lparam(G, I, l, L_F_KEY, C * FF), fxk, GF, C, FF)
+        matvec_t(lparam(W, I, l, L_F_KEY, C * FF), GF, C, FF, GT)
+        # fxk = fn + (prev - fn) * mix; the new state's ffn_prev is fn
+        fmix = lparam(W, I, l, L_F_XK, C)
+        gfmix = lparam(G, I, l, L_F_XK, C)
+        for c in range(C):
+            g = GT[c]
+            GT2[c] = g_ffn[c] + g * (1.0 - fmix[c])
+            gfmix[c] += g * (fxp[c] - fn[c])
+            g_ffn[c] = g * fmix[c]
+        layer_norm_backward(tslice(tr, I, l, S_XMID, C), lparam(W, I, l, L_FFN_W, C), GT2,
+                            LAYER_NORM_EPS, C, GX, lparam(G, I, l, L_FFN_W, C),
+                            lparam(G, I, l, L_FFN_B, C))
+        # GX = dL/dxmid = dL/dattout, and the residual part of dL/dx0
+
+        # ---- time mixing: xmid = x0 + (yhead * g) @ WO ----
+        xa = tslice(tr, I, l, S_XA, C)
+        axp = tslice(tr, I, l, S_AXP, C)
+        for c in range(C):  # the new state's att_prev is xa
+            GXA[c] = g_att[c]
+            g_att[c] = 0.0
+        ygate = tslice(tr, I, l, S_YGATE, C)
+        yhead = tslice(tr, I, l, S_YHEAD, C)
+        gate = tslice(tr, I, l, S_G, C)
+        outer_acc(lparam(G, I, l, L_WO, C * C), ygate, GX, C, C)
+        matvec_t(lparam(W, I, l, L_WO, C * C), GX, C, C, GT)
+        for c in range(C):
+            GG[c] = GT[c] * yhead[c]
+            GYH[c] = GT[c] * gate[c]
+
+        # bonus: yhead = ygn + alpha v, alpha = sum_j r k r_k per head
+        r = tslice(tr, I, l, S_R, C)
+        k = tslice(tr, I, l, S_K, C)
+        v = tslice(tr, I, l, S_V, C)
+        alpha = tslice(tr, I, l, S_ALPHA, H)
+        r_k = lparam(W, I, l, L_R_K, C)
+        g_rk = lparam(G, I, l, L_R_K, C)
+        for h in range(H):
+            lo = h * N
+            ga_h = 0.0
+            for j in range(lo, lo + N):
+                ga_h += GYH[j] * v[j]
+            al = alpha[h]
+            for j in range(lo, lo + N):
+                GV[j] = GYH[j] * al
+                t = ga_h * r_k[j]
+                GR[j] = t * k[j]
+                GK[j] = t * r[j]
+                g_rk[j] += ga_h * (r[j] * k[j])
+
+        # group norm per head, then the WKV step
+        ywkv = tslice(tr, I, l, S_YWKV, C)
+        gn_w = lparam(W, I, l, L_GN_W, C)
+        g_gnw = lparam(G, I, l, L_GN_W, C)
+        g_gnb = lparam(G, I, l, L_GN_B, C)
+        for c in range(C):
+            GY[c] = 0.0
+        for h in range(H):
+            lo = h * N
+            hi = lo + N
+            layer_norm_backward(ywkv[lo:hi], gn_w[lo:hi], GYH[lo:hi], GROUP_NORM_EPS, N,
+                                GY[lo:hi], g_gnw[lo:hi], g_gnb[lo:hi])
+        wdec = tslice(tr, I, l, S_WDEC, C)
+        kk = tslice(tr, I, l, S_KK, C)
+        a = tslice(tr, I, l, S_A, C)
+        for h in range(H):
+            lo = h * N
+            hi = lo + N
+            so = h * NN
+            wkv_backward(wkv_old[so:so + NN], wkv_new[so:so + NN], g_wkv[so:so + NN],
+                         wdec[lo:hi], k[lo:hi], v[lo:hi], kk[lo:hi], a[lo:hi], r[lo:hi],
+                         GY[lo:hi], N, GR[lo:hi], GK[lo:hi], GV[lo:hi], GW[lo:hi],
+                         GKK[lo:hi], GA[lo:hi], U, GU)
+
+        # k = kpre (1 + (a - 1) k_a)
+        kpre = tslice(tr, I, l, S_KPRE, C)
+        k_a = lparam(W, I, l, L_K_A, C)
+        g_ka = lparam(G, I, l, L_K_A, C)
+        for c in range(C):
+            t = GK[c] * kpre[c]
+            GA[c] += t * k_a[c]
+            g_ka[c] += t * (a[c] - 1.0)
+            GK[c] = GK[c] * (1.0 + (a[c] - 1.0) * k_a[c])
+        # kk = kkpre / max(|kkpre|, KK_MIN_NORM) per head, kkpre = kpre k_k
+        kkpre = tslice(tr, I, l, S_KKPRE, C)
+        for h in range(H):
+            lo = h * N
+            ss = 0.0
+            for j in range(lo, lo + N):
+                ss += kkpre[j] * kkpre[j]
+            norm = math.sqrt(ss)
+            dot = 0.0
+            if norm < KK_MIN_NORM:
+                norm = KK_MIN_NORM  # clamped: kk is kkpre times a constant
+            else:
+                for j in range(lo, lo + N):
+                    dot += GKK[j] * kk[j]
+            inv = 1.0 / norm
+            for j in range(lo, lo + N):
+                GT[j] = (GKK[j] - kk[j] * dot) * inv
+        k_k = lparam(W, I, l, L_K_K, C)
+        g_kk = lparam(G, I, l, L_K_K, C)
+        for c in range(C):
+            GK[c] += GT[c] * k_k[c]
+            g_kk[c] += GT[c] * kpre[c]
+        # GK = dL/dkpre
+
+        # value residual: v = vpre + (vfirst - vpre) nu, nu = sigmoid(xv V1 V2 + v0)
+        xv = tslice(tr, I, l, S_XV, C)
+        if l > 0:
+            vpre = tslice(tr, I, l, S_VPRE, C)
+            nu = tslice(tr, I, l, S_NU, C)
+            for c in range(C):
+                gv = GV[c]
+                n_c = nu[c]
+                GVF[c] += gv * n_c
+                GT[c] = gv * (vfirst[c] - vpre[c]) * (n_c * (1.0 - n_c))
+                GV[c] = gv * (1.0 - n_c)
+            vec_acc(lparam(G, I, l, L_V0, C), GT, C)
+            lowrank_out(GT, tslice(tr, I, l, S_VH, Dv), lparam(W, I, l, L_V2, Dv * C), Dv, C,
+                        lparam(G, I, l, L_V2, Dv * C), GH)
+            lowrank_in(GH, xv, lparam(W, I, l, L_V1, C * Dv), C, Dv,
+                       lparam(G, I, l, L_V1, C * Dv), GXV)
+        else:
+            for c in range(C):  # layer 0 published v = vpre as v_first
+                GV[c] += GVF[c]
+                GXV[c] = 0.0
+        # GV = dL/dvpre
+
+        # in-context learning rate a = sigmoid(xaa A1 A2 + a0)
+        for c in range(C):
+            GA[c] = GA[c] * (a[c] * (1.0 - a[c]))
+        vec_acc(lparam(G, I, l, L_A0, C), GA, C)
+        xaa = tslice(tr, I, l, S_XAA, C)
+        lowrank_out(GA, tslice(tr, I, l, S_AH, Da), lparam(W, I, l, L_A2, Da * C), Da, C,
+                    lparam(G, I, l, L_A2, Da * C), GH)
+        lowrank_in(GH, xaa, lparam(W, I, l, L_A1, C * Da), C, Da,
+                   lparam(G, I, l, L_A1, C * Da), GT)
+        mix_backward(GT, lparam(W, I, l, L_X_A, C), axp, xa, C, GXA, g_att,
+                     lparam(G, I, l, L_X_A, C))
+
+        # decay wdec = exp(-sigmoid(tanh(xw W1) W2 + w0) / sqrt(e))
+        wsig = tslice(tr, I, l, S_WSIG, C)
+        for c in range(C):
+            s = wsig[c]
+            GW[c] = GW[c] * (-INV_SQRT_E * wdec[c]) * (s * (1.0 - s))
+        vec_acc(lparam(G, I, l, L_W0, C), GW, C)
+        xw = tslice(tr, I, l, S_XW, C)
+        wh = tslice(tr, I, l, S_WH, Dw)
+        lowrank_out(GW, wh, lparam(W, I, l, L_W2, Dw * C), Dw, C,
+                    lparam(G, I, l, L_W2, Dw * C), GH)
+        for d in range(Dw):
+            GH[d] = GH[d] * (1.0 - wh[d] * wh[d])
+        lowrank_in(GH, xw, lparam(W, I, l, L_W1, C * Dw), C, Dw,
+                   lparam(G, I, l, L_W1, C * Dw), GT)
+        mix_backward(GT, lparam(W, I, l, L_X_W, C), axp, xa, C, GXA, g_att,
+                     lparam(G, I, l, L_X_W, C))
+
+        # output gate g = sigmoid(xg G1) G2
+        xg = tslice(tr, I, l, S_XG, C)
+        gh = tslice(tr, I, l, S_GH, Dg)
+        lowrank_out(GG, gh, lparam(W, I, l, L_G2, Dg * C), Dg, C,
+                    lparam(G, I, l, L_G2, Dg * C), GH)
+        for d in range(Dg):
+            GH[d] = GH[d] * (gh[d] * (1.0 - gh[d]))
+        lowrank_in(GH, xg, lparam(W, I, l, L_G1, C * Dg), C, Dg,
+                   lparam(G, I, l, L_G1, C * Dg), GT)
+        mix_backward(GT, lparam(W, I, l, L_X_G, C), axp, xa, C, GXA, g_att,
+                     lparam(G, I, l, L_X_G, C))
+
+        # r, k, v projections and their token-shift mixes
+        xr = tslice(tr, I, l, S_XR, C)
+        outer_acc(lparam(G, I, l, L_WR, C * C), xr, GR, C, C)
+        matvec_t(lparam(W, I, l, L_WR, C * C), GR, C, C, GT)
+        mix_backward(GT, lparam(W, I, l, L_X_R, C), axp, xa, C, GXA, g_att,
+                     lparam(G, I, l, L_X_R, C))
+        xk = tslice(tr, I, l, S_XK, C)
+        outer_acc(lparam(G, I, l, L_WK, C * C), xk, GK, C, C)
+        matvec_t(lparam(W, I, l, L_WK, C * C), GK, C, C, GT)
+        mix_backward(GT, lparam(W, I, l, L_X_K, C), axp, xa, C, GXA, g_att,
+                     lparam(G, I, l, L_X_K, C))
+        outer_acc(lparam(G, I, l, L_WV, C * C), xv, GV, C, C)
+        matvec_t(lparam(W, I, l, L_WV, C * C), GV, C, C, GT)
+        for c in range(C):
+            GT[c] += GXV[c]
+        mix_backward(GT, lparam(W, I, l, L_X_V, C), axp, xa, C, GXA, g_att,
+                     lparam(G, I, l, L_X_V, C))
+        # g_att now holds dL/d(att_prev before the step)
+
+        # xa = layer_norm(x0); x0 = pre_norm(x_in) in layer 0, else x_in
+        layer_norm_backward(tslice(tr, I, l, S_X0, C), lparam(W, I, l, L_ATT_W, C), GXA,
+                            LAYER_NORM_EPS, C, GX, lparam(G, I, l, L_ATT_W, C),
+                            lparam(G, I, l, L_ATT_B, C))
+        if l == 0:
+            for c in range(C):
+                GT[c] = 0.0
+            layer_norm_backward(tslice(tr, I, 0, S_X_IN, C), lparam(W, I, 0, L_PRE_W, C), GX,
+                                LAYER_NORM_EPS, C, GT, lparam(G, I, 0, L_PRE_W, C),
+                                lparam(G, I, 0, L_PRE_B, C))
+            for c in range(C):
+                GX[c] = GT[c]
+
+    # ---- embedding row of the input byte ----
+    emb = gparam(G, I, P_EMB, V * C)[token * C:(token + 1) * C]
+    vec_acc(emb, GX, C)
+
