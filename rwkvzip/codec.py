@@ -9,24 +9,24 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip import coder
-from rwkvzip.kernels import stepper
-from rwkvzip.kernels.common import T_P
-from rwkvzip.kernels.optim import (
-    F_B1POW,
-    F_B2POW,
-    F_BETA1,
-    F_BETA2,
-    F_EPS,
-    F_FLOOR,
-    F_LR,
-    F_OPT,
-    N_F,
-    OPT_ADAM,
-    OPT_SGD,
-)
+from rwkvzip.kernels import optim, rwkv7_backward, stepper
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
+
+
+def scope_table(layout, scope: str) -> np.ndarray:
+    """[start, end, train] rows covering the whole parameter vector, for optim."""
+    groups = set(scope.split("+"))
+    rows: list[list[int]] = []
+    for spec in layout.specs:
+        train = int(spec.group in groups)
+        end = spec.offset + spec.size
+        if rows and rows[-1][2] == train and rows[-1][1] == spec.offset:
+            rows[-1][1] = end
+        else:
+            rows.append([spec.offset, end, train])
+    return np.array(rows, dtype=np.int64)
 
 
 class Predictor:
@@ -37,58 +37,84 @@ class Predictor:
         self.recipe = recipe
         model = recipe.build_model()
         self.model = model
+        n, ns, nt = model.layout.size, model.state_size, model.trace_size
+        adam = recipe.optimizer == "adam"
+        whole = recipe.bptt >= 1
+        tbptt = recipe.bptt >= 2
+        K = min(recipe.ckpt, recipe.bptt) if tbptt else 1
+        F = np.zeros(optim.N_F, dtype=np.float64)
+        F[optim.F_LR] = recipe.lr
+        F[optim.F_BETA1] = recipe.beta1
+        F[optim.F_BETA2] = recipe.beta2
+        F[optim.F_EPS] = recipe.eps
+        F[optim.F_OPT] = optim.OPT_ADAM if adam else optim.OPT_SGD
+        F[optim.F_B1POW] = 1.0
+        F[optim.F_B2POW] = 1.0
+        F[optim.F_FLOOR] = PROB_FLOOR
+        F[optim.F_CLIP] = recipe.clip
+        F[optim.F_WARMUP] = recipe.warmup
+        F[optim.F_DECAY] = recipe.decay
+        F[optim.F_LR_MIN] = recipe.lr_min
+        F[optim.F_BPTT] = recipe.bptt
+        F[optim.F_CKPT] = K
+        self.F = F
         self.arch = model.arch_id
         self.W = model.init_params(recipe.seed)
-        adam = recipe.optimizer == "adam"
-        self.O = np.zeros((2, model.layout.size if adam else 1), dtype=np.float32)
-        self.state = np.zeros(model.state_size, dtype=np.float32)
-        self.trace = np.zeros(model.trace_size, dtype=np.float32)
+        self.O = np.zeros((2, n if adam else 1), dtype=np.float32)
+        self.G = np.zeros(n if whole else 1, dtype=np.float32)
+        self.R = scope_table(model.layout, recipe.scope)
+        self.state = np.zeros(ns, dtype=np.float32)
+        self.trace = np.zeros(nt, dtype=np.float32)
+        self.probs = np.zeros(256, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index
-        F = np.zeros(N_F, dtype=np.float64)
-        F[F_LR] = recipe.lr
-        F[F_BETA1] = recipe.beta1
-        F[F_BETA2] = recipe.beta2
-        F[F_EPS] = recipe.eps
-        F[F_OPT] = OPT_ADAM if adam else OPT_SGD
-        F[F_B1POW] = 1.0
-        F[F_B2POW] = 1.0
-        F[F_FLOOR] = PROB_FLOOR
-        self.F = F
-        p0 = model.trace_global[T_P]
-        self.probs = self.trace[p0:p0 + 256]  # live view: the distribution of the next byte
-        stepper.begin(self.arch, self.W, self.state, self.trace, self.index, self.F)
+        n_chunks = -(-recipe.bptt // K) if tbptt else 1
+        self.toks = np.zeros(max(recipe.bptt, 1) + 1, dtype=np.int64)
+        self.ckpt = np.zeros((n_chunks, ns if tbptt else 1), dtype=np.float32)
+        self.rs = np.zeros((K + 1, ns), dtype=np.float32)
+        self.rt = np.zeros((K, nt) if tbptt else (1, 1), dtype=np.float32)
+        self.gstate = np.zeros(ns if whole else 1, dtype=np.float32)
+        size = rwkv7_backward.backward_scratch_size(self.index) if whole else 1
+        self.scratch = np.zeros(size, dtype=np.float32)
+        self._no_rows = np.zeros((1, 256), dtype=np.float32)  # `run` without recording
+        stepper.begin(self.arch, self.W, self.state, self.trace, self.probs, self.index,
+                      self.F, self.toks, self.ckpt, self.rs, self.rt)
+
+    def _arrays(self) -> tuple:
+        """Everything stepper.run takes after (data, probs, record, arch), in its order."""
+        return (self.W, self.O, self.G, self.R, self.state, self.trace, self.probs,
+                self.index, self.F, self.toks, self.ckpt, self.rs, self.rt, self.gstate,
+                self.scratch)
 
     def encode_frame(self, data: bytes) -> bytes:
         """Range-coded payload of one frame; the model advances over its bytes."""
         enc = coder.new_encoder()
-        buf = np.frombuffer(data, dtype=np.uint8)
+        buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
         probs = np.empty((min(ENCODE_BLOCK, len(buf)), 256), dtype=np.float32)
+        arrays = self._arrays()
         for lo in range(0, len(buf), ENCODE_BLOCK):
             block = buf[lo:lo + ENCODE_BLOCK]
             rows = probs[:len(block)]
-            stepper.encode_block(block, rows, self.arch, self.W, self.O, self.state,
-                                 self.trace, self.index, self.F)
+            stepper.run(block, rows, True, self.arch, *arrays)
             coder.encode_rows(block, rows, enc)
         return coder.finish(enc)
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
-        buf = np.frombuffer(data, dtype=np.uint8)
-        stepper.learn_block(buf, self.arch, self.W, self.O, self.state, self.trace,
-                            self.index, self.F)
+        stepper.run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, self.arch,
+                    *self._arrays())
 
     def decode_frame(self, payload: bytes, raw_len: int) -> bytes:
         dec = coder.new_decoder(payload)
         out = bytearray(raw_len)
         # Locals keep the per-byte loop lean: one decode and one numba call per byte.
-        decode_one, advance, probs = coder.decode_one, stepper.advance, self.probs
-        arch, W, O, state, trace, index, F = (self.arch, self.W, self.O, self.state,
-                                              self.trace, self.index, self.F)
+        decode_one, run, probs, arch = coder.decode_one, stepper.run, self.probs, self.arch
+        one, no_rows, arrays = np.zeros(1, dtype=np.uint8), self._no_rows, self._arrays()
         try:
             for t in range(raw_len):
                 sym = decode_one(dec, probs)
                 out[t] = sym
-                advance(sym, arch, W, O, state, trace, index, F)
+                one[0] = sym
+                run(one, no_rows, False, arch, *arrays)
         except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
             raise coder.CoderError(str(exc)) from None
         return bytes(out)

@@ -25,6 +25,23 @@ PROB_FLOOR = 2.0**-20
 ARCHS = {"rwkv7": (Rwkv7Config, Rwkv7Model)}
 OPTIMIZERS = ("sgd", "adam")
 MAX_SEED = 2**64 - 1
+# Train-scope groups, in canonical order (see TensorSpec.group): embedding, all norms,
+# attention/time-mix, FFN/channel-mix, LM head with the final norm, output bias.
+SCOPE_GROUPS = ("embed", "norm", "attn", "ffn", "head", "bias")
+FULL_SCOPE = "+".join(SCOPE_GROUPS)
+MAX_BPTT = 1024
+
+
+def canonical_scope(scope: str) -> str:
+    """'head+attn' -> 'attn+head'; refuses unknown or repeated groups."""
+    parts = [p for p in scope.split("+") if p]
+    if scope.strip() in ("all", "full"):
+        return FULL_SCOPE
+    bad = [p for p in parts if p not in SCOPE_GROUPS]
+    if bad or not parts or len(set(parts)) != len(parts):
+        raise RecipeError(f"bad train scope {scope!r} (groups: {', '.join(SCOPE_GROUPS)}, "
+                          "joined with '+', or 'all')")
+    return "+".join(g for g in SCOPE_GROUPS if g in parts)
 
 
 class RecipeError(ValueError):
@@ -40,6 +57,13 @@ class Recipe:
     beta1: float = 0.0
     beta2: float = 0.999
     eps: float = 1e-8
+    bptt: int = 0  # 0: output layer only; 1: exact one-step; T >= 2: truncated BPTT(T)
+    ckpt: int = 16  # TBPTT checkpoint interval K: memory holds K steps, earlier ones replay
+    scope: str = FULL_SCOPE  # parameter groups trained when bptt >= 1
+    clip: float = 0.0  # per-element gradient clip (0: off)
+    warmup: int = 0  # bytes of linear learning-rate warm-up
+    decay: int = 0  # lr / sqrt(1 + bytes_seen / decay) (0: constant)
+    lr_min: float = 0.0  # floor of the decayed learning rate
     seed: int = 0
     contract: int = NUMERIC_CONTRACT
 
@@ -59,6 +83,16 @@ class Recipe:
             raise RecipeError(f"Adam eps must be in (0, 1], got {self.eps}")
         if not 0 <= self.seed <= MAX_SEED:
             raise RecipeError(f"seed must be in [0, 2**64), got {self.seed}")
+        if not 0 <= self.bptt <= MAX_BPTT:
+            raise RecipeError(f"bptt must be in [0, {MAX_BPTT}], got {self.bptt}")
+        if not 1 <= self.ckpt <= MAX_BPTT:
+            raise RecipeError(f"checkpoint interval must be in [1, {MAX_BPTT}], got {self.ckpt}")
+        if canonical_scope(self.scope) != self.scope:
+            raise RecipeError(f"train scope {self.scope!r} is not in canonical form")
+        if not (0.0 <= self.clip <= 1e30 and 0.0 <= self.lr_min <= 10.0):
+            raise RecipeError("clip and lr_min must be non-negative")
+        if not (0 <= self.warmup <= 2**40 and 0 <= self.decay <= 2**40):
+            raise RecipeError("warmup and decay must be byte counts >= 0")
         try:
             self.model.validate()
         except ValueError as exc:
@@ -113,7 +147,8 @@ class Recipe:
 
 
 _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
-                "eps": float, "seed": int, "contract": int}
+                "eps": float, "bptt": int, "ckpt": int, "scope": str, "clip": float,
+                "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int}
 
 
 def _check_types(kwargs: dict) -> None:
@@ -177,6 +212,8 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
     model_fields = {f.name for f in fields(base.model)}
     model_kw = {k: v for k, v in overrides.items() if k in model_fields and v is not None}
     top_kw = {k: v for k, v in overrides.items() if k not in model_fields and v is not None}
+    if "scope" in top_kw:
+        top_kw["scope"] = canonical_scope(top_kw["scope"])
     recipe = replace(base, model=replace(base.model, **model_kw), **top_kw)
     recipe.validate()
     return recipe

@@ -10,7 +10,7 @@ import pytest
 from rwkvzip import api, container
 from rwkvzip.codec import Predictor
 from rwkvzip.kernels import common, stepper
-from rwkvzip.recipe import Recipe, default_recipe
+from rwkvzip.recipe import PROB_FLOOR, Recipe, default_recipe
 
 from conftest import corpus_file
 
@@ -66,18 +66,23 @@ def _after_header(blob):
     return f
 
 
-def _loss(pred: Predictor, symbol: int) -> float:
-    p = pred.probs
-    return -np.log(np.float64(p[symbol]))
+def _restart(pred: Predictor, W: np.ndarray) -> Predictor:
+    """A predictor of the same recipe at the first byte, with weights W."""
+    fresh = Predictor(pred.recipe)
+    fresh.W[:] = W
+    fresh.state[:] = 0
+    stepper.begin(fresh.arch, fresh.W, fresh.state, fresh.trace, fresh.probs, fresh.index,
+                  fresh.F, fresh.toks, fresh.ckpt, fresh.rs, fresh.rt)
+    return fresh
 
 
 def test_head_gradient_is_exact_derivative_of_coded_log_loss(tiny_recipe):
     """The logit gradient used for learning equals a finite difference of -ln p_coded."""
     pred = Predictor(Recipe(model=tiny_recipe.model, optimizer="sgd", lr=0.0, seed=3))
-    model, tr = pred.model, pred.trace
+    model = pred.model
     lo = model.trace_global[common.T_LOGITS]
-    logits = tr[lo:lo + 256].astype(np.float64)
-    floor = pred.F[8]
+    logits = pred.trace[lo:lo + 256].astype(np.float64)
+    floor = PROB_FLOOR
 
     def coded_loss(z, y):
         q = np.exp(z - z.max())
@@ -85,13 +90,9 @@ def test_head_gradient_is_exact_derivative_of_coded_log_loss(tiny_recipe):
         return -np.log((1 - 256 * floor) * q[y] + floor)
 
     y = 101
-    stepper.advance(y, pred.arch, pred.W, pred.O, pred.state.copy(), tr.copy(), model.index,
-                    pred.F.copy())  # warm the kernels; real state untouched
-    trc = tr.copy()
-    F = pred.F.copy()
-    stepper.advance(y, pred.arch, pred.W.copy(), pred.O, pred.state.copy(), trc, model.index, F)
+    pred.learn_frame(bytes([y]))
     g0 = model.trace_global[common.T_GLOGITS]
-    grad = trc[g0:g0 + 256].astype(np.float64)
+    grad = pred.trace[g0:g0 + 256].astype(np.float64)
     eps = 1e-4
     for j in (0, 7, y, 200, 255):
         e = np.zeros(256)
@@ -100,22 +101,25 @@ def test_head_gradient_is_exact_derivative_of_coded_log_loss(tiny_recipe):
         assert grad[j] == pytest.approx(fd, rel=1e-3, abs=1e-7)
 
 
-def test_sgd_head_step_lowers_the_loss_of_the_byte(tiny_recipe):
-    pred = Predictor(Recipe(model=tiny_recipe.model, optimizer="sgd", lr=0.5, seed=3))
+@pytest.mark.parametrize("bptt", [0, 1])
+def test_sgd_step_lowers_the_loss_of_the_byte(tiny_recipe, bptt):
+    pred = Predictor(Recipe(model=tiny_recipe.model, optimizer="sgd", lr=0.5, seed=3,
+                            bptt=bptt))
     W_before = pred.W.copy()
-    state, tr, F = pred.state.copy(), pred.trace.copy(), pred.F.copy()
     y = 42
-    before = _loss(pred, y)
-    stepper.advance(y, pred.arch, pred.W, pred.O, pred.state, pred.trace, pred.model.index,
-                    pred.F)
-    changed = np.flatnonzero(W_before != pred.W)
+    before = -np.log(np.float64(pred.probs[y]))
+    pred.learn_frame(bytes([y]))
+    changed = np.flatnonzero(pred.W != W_before)
     lay = pred.model.layout
     head, bias = lay.by_name["lm_head.weight"], lay.by_name["lm_head.bias"]
-    assert changed.min() >= head.offset and changed.max() < bias.offset + bias.size
-    # re-evaluate the same step's prediction with the updated head
-    stepper.begin(pred.arch, pred.W, state * 0, tr, pred.model.index, F)
-    p0 = pred.model.trace_global[common.T_P]
-    assert -np.log(np.float64(tr[p0 + y])) < before
+    if bptt == 0:  # output layer only
+        assert changed.min() >= head.offset and changed.max() < bias.offset + bias.size
+    else:  # whole network, embedding of the input byte (0) included
+        emb = lay.by_name["model.embeddings.weight"]
+        assert changed.min() == emb.offset
+        assert len(changed) > 0.5 * lay.size
+    after = -np.log(np.float64(_restart(pred, pred.W).probs[y]))
+    assert after < before
 
 
 PINNED_STREAM_DIGEST = "7ebf0e5b585afef255490fb325bce39424b40e8a3c2b08c7dddfea24b4284a21"

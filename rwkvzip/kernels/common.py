@@ -25,21 +25,21 @@ NT_GLOBAL = 7
 LAYER_NORM_EPS = 1e-5
 
 
-@jit(inline="always")
+@jit
 def gparam(W, I, slot, n):
     """View of a global parameter tensor of n entries."""
     o = I[N_DIMS + slot]
     return W[o:o + n]
 
 
-@jit(inline="always")
+@jit
 def gslice(tr, I, slot, n):
     """View of a global trace slot of length n."""
     o = I[I[D_TB] + slot]
     return tr[o:o + n]
 
 
-@jit(inline="always")
+@jit
 def embed(token, W, I, x):
     C = I[D_C]
     row = gparam(W, I, P_EMB, I[D_V] * C)[token * C:(token + 1) * C]
@@ -47,7 +47,7 @@ def embed(token, W, I, x):
         x[c] = row[c]
 
 
-@jit(inline="always")
+@jit
 def head_forward(W, tr, I, floor):
     """Final norm of T_XOUT, LM head plus output bias, softmax and the coded distribution."""
     C = I[D_C]
@@ -63,7 +63,7 @@ def head_forward(W, tr, I, floor):
     softmax_with_floor(logits, floor, gslice(tr, I, T_Q, V), gslice(tr, I, T_P, V))
 
 
-@jit(inline="always")
+@jit
 def logit_gradient(symbol, tr, I, floor):
     """d(-ln p[symbol]) / d logits for the floored p that coded the byte, into T_GLOGITS.
 

@@ -18,6 +18,10 @@ def jit(func=None, **kwargs):
     error_model="numpy": a division is plain IEEE division. numba's default ("python") adds
     a zero check that raises ZeroDivisionError, which stops loops with a division from
     vectorising (measured: Adam update 75 us -> 9 us for 32k weights). Results are the same.
+
+    Helpers are plain jitted functions that LLVM inlines where it pays; numba-level
+    inline="always" is kept for the few small glue functions of stepper/optim. Inlining every
+    helper at numba level made a cold compile take 115 s instead of 45 s, at equal speed.
     """
     options = {"fastmath": set(FASTMATH), "cache": True, "nogil": True,
                "error_model": "numpy"}

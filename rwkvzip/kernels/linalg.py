@@ -18,7 +18,7 @@ from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.mathf import exp64
 
 
-@jit(inline="always")
+@jit
 def matvec(M, x, n_in, n_out, y):
     """y = x @ M, with M the input-major (n_in, n_out) matrix flattened."""
     for o in range(n_out):
@@ -29,13 +29,13 @@ def matvec(M, x, n_in, n_out, y):
             y[o] += M[i * n_out + o] * xi
 
 
-@jit(inline="always")
+@jit
 def layer_norm(x, w, b, eps, n, y):
     """y = (x - mean) / sqrt(var + eps) * w + b; statistics in float64, index order."""
     group_norm(x, w, b, eps, 1, n, y)
 
 
-@jit(inline="always")
+@jit
 def group_norm(x, w, b, eps, groups, size, y):
     """Layer norm applied to each of `groups` consecutive slices of `size` channels."""
     for g in range(groups):
@@ -54,7 +54,7 @@ def group_norm(x, w, b, eps, groups, size, y):
             y[i] = (x[i] - mean) * inv * w[i] + b[i]
 
 
-@jit(inline="always")
+@jit
 def l2_normalize(x, groups, size, min_norm, y):
     """Each slice divided by max(its L2 norm, min_norm)."""
     for g in range(groups):
@@ -70,7 +70,7 @@ def l2_normalize(x, groups, size, min_norm, y):
             y[i] = x[i] * inv
 
 
-@jit(inline="always")
+@jit
 def softmax_with_floor(logits, floor, q, p):
     """q = softmax(logits); p = (1 - n*floor) * q + floor, the distribution that is coded.
 

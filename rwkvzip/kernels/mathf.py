@@ -25,7 +25,7 @@ POW2 = np.array([2.0**n for n in range(-150, 131)], dtype=np.float64)
 POW2_BIAS = 150
 
 
-@jit(inline="always")
+@jit
 def exp64(x: float) -> float:
     """e**x for float32-range arguments, relative error < 1e-15."""
     if x > EXP_MAX:
@@ -51,7 +51,7 @@ def exp64(x: float) -> float:
     return p * POW2[int(n) + POW2_BIAS]
 
 
-@jit(inline="always")
+@jit
 def log64(x: float) -> float:
     """Natural log of a positive finite x, relative error < 1e-15."""
     if x <= 0.0:
@@ -78,7 +78,7 @@ def log64(x: float) -> float:
     return 2.0 * s * t + e * LN2_HI + e * LN2_LO
 
 
-@jit(inline="always")
+@jit
 def log1p64(y: float) -> float:
     """log(1 + y) for y > -1, accurate for tiny y (Goldberg's correction)."""
     u = 1.0 + y
@@ -87,12 +87,12 @@ def log1p64(y: float) -> float:
     return log64(u) * (y / (u - 1.0))
 
 
-@jit(inline="always")
+@jit
 def sigmoid64(x: float) -> float:
     return 1.0 / (1.0 + exp64(-x))
 
 
-@jit(inline="always")
+@jit
 def tanh64(x: float) -> float:
     ax = abs(x)
     if ax < 0.0625:
@@ -104,7 +104,7 @@ def tanh64(x: float) -> float:
     return t if x > 0.0 else -t
 
 
-@jit(inline="always")
+@jit
 def softplus64(x: float) -> float:
     """log(1 + e**x), without overflow."""
     if x > 30.0:
@@ -114,7 +114,7 @@ def softplus64(x: float) -> float:
     return log1p64(exp64(x))
 
 
-@jit(inline="always")
+@jit
 def silu64(x: float) -> float:
     return x * sigmoid64(x)
 

@@ -1,10 +1,15 @@
-"""Optimizer updates on the flat parameter vector (SGD, bias-corrected Adam).
+"""Optimizer updates on the flat parameter vector (SGD, bias-corrected Adam), with per-element
+gradient clipping and a learning-rate schedule by bytes seen.
 
 Hyper-parameters and counters travel in one float64 array F (slots below) so kernels take
-few arguments; Adam's moments are the two rows of O, shaped (2, n_params).
+few arguments; Adam's moments are the two rows of O, shaped (2, n_params). Which parameters
+train is a table R of [start, end, train] rows (the recipe's scope): rows with train = 0 only
+have their accumulated gradient cleared.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -21,25 +26,47 @@ from rwkvzip.kernels.common import (
 from rwkvzip.kernels.jit import jit
 
 # F slots
-F_LR, F_BETA1, F_BETA2, F_EPS, F_OPT, F_STEP, F_B1POW, F_B2POW, F_FLOOR = range(9)
-N_F = 16
+(F_LR, F_BETA1, F_BETA2, F_EPS, F_OPT, F_STEP, F_B1POW, F_B2POW, F_FLOOR, F_CLIP, F_WARMUP,
+ F_DECAY, F_LR_MIN, F_SEEN, F_BPTT, F_CKPT, F_SEGPOS) = range(17)
+N_F = 24
 OPT_SGD, OPT_ADAM = 0, 1
-TINY = 1e-30  # values below this are flushed to zero (see apply_scaled)
+TINY = 1e-30  # values below this are flushed to zero (see apply_update)
+NO_CLIP = 3.0e38  # clip bound standing for "no clipping" (finite: the ninf flag forbids inf)
+
+
+@jit(inline="always")
+def scheduled_lr(F):
+    """lr / sqrt(1 + seen / decay), floored at lr_min, times a linear warm-up."""
+    seen = F[F_SEEN]
+    lr = F[F_LR]
+    if F[F_DECAY] > 0.0:
+        lr = lr / math.sqrt(1.0 + seen / F[F_DECAY])
+        if lr < F[F_LR_MIN]:
+            lr = F[F_LR_MIN]
+    if F[F_WARMUP] > 0.0 and seen < F[F_WARMUP]:
+        lr = lr * (seen + 1.0) / F[F_WARMUP]
+    return lr
 
 
 @jit(inline="always")
 def begin_step(F):
-    """Advance the step counter and Adam's running bias-correction powers."""
+    """Advance Adam's step counter and bias corrections; return (lr, bc1, bc2) of this step."""
     F[F_STEP] += 1.0
     F[F_B1POW] *= F[F_BETA1]
     F[F_B2POW] *= F[F_BETA2]
+    return scheduled_lr(F), 1.0 - F[F_B1POW], 1.0 - F[F_B2POW]
 
 
-@jit(inline="always")
-def apply_scaled(w, O, off, g, scale, n, F, lr, bc1, bc2):
-    """w[j] -= step(scale * g[j]) for j < n, with w = W[off:off + n] and moments O[:, off:]."""
-    # float32 throughout: twice the SIMD width of float64, and just as reproducible.
+@jit
+def apply_update(w, O, off, g, scale, n, F, lr, bc1, bc2, clear):
+    """w[j] -= step(clip(scale * g[j])) for j < n; w = W[off:off + n], moments O[:, off:].
+
+    With `clear`, g[j] is zeroed as it is read (g is then a gradient accumulator).
+    float32 throughout: twice the SIMD width of float64, and just as reproducible.
+    """
     scale = np.float32(scale)
+    clip = np.float32(F[F_CLIP]) if F[F_CLIP] > 0.0 else np.float32(NO_CLIP)
+    zero = np.float32(0.0)
     if F[F_OPT] == OPT_ADAM:
         b1 = np.float32(F[F_BETA1])
         c1 = np.float32(1.0 - F[F_BETA1])
@@ -49,11 +76,12 @@ def apply_scaled(w, O, off, g, scale, n, F, lr, bc1, bc2):
         lr_t = np.float32(lr / bc1)
         inv_bc2 = np.float32(1.0 / bc2)
         tiny = np.float32(TINY)
-        zero = np.float32(0.0)
         m = O[0, off:off + n]
         v = O[1, off:off + n]
         for j in range(n):
-            gj = scale * g[j]
+            gj = min(max(scale * g[j], -clip), clip)
+            if clear:
+                g[j] = zero
             mj = b1 * m[j] + c1 * gj
             vj = b2 * v[j] + c2 * (gj * gj)
             # Moments below TINY are flushed to zero in the code itself: denormal arithmetic
@@ -64,23 +92,42 @@ def apply_scaled(w, O, off, g, scale, n, F, lr, bc1, bc2):
     else:
         lr32 = np.float32(lr)
         for j in range(n):
-            w[j] -= lr32 * (scale * g[j])
+            gj = min(max(scale * g[j], -clip), clip)
+            if clear:
+                g[j] = zero
+            w[j] -= lr32 * gj
 
 
-@jit(inline="always")
+@jit
+def apply_gradients(W, O, G, R, F, scale):
+    """One optimizer step from the accumulated gradient G (times `scale`); G is left zero."""
+    lr, bc1, bc2 = begin_step(F)
+    for row in range(R.shape[0]):
+        a = R[row, 0]
+        b = R[row, 1]
+        if R[row, 2]:
+            apply_update(W[a:b], O, a, G[a:b], scale, b - a, F, lr, bc1, bc2, True)
+        else:
+            g = G[a:b]
+            for j in range(b - a):
+                g[j] = 0.0
+
+
+@jit
 def learn_head(symbol, W, O, tr, I, F):
-    """Exact gradient step on the LM head and output bias for the byte just coded."""
+    """Exact gradient step on the LM head and output bias for the byte just coded.
+
+    The head's gradient is the outer product x_n g, applied row by row as it is formed, so
+    this output-layer-only mode needs no gradient buffer.
+    """
     C = I[D_C]
     V = I[D_V]
     g = logit_gradient(symbol, tr, I, F[F_FLOOR])
     xn = gslice(tr, I, T_XN, C)
-    begin_step(F)
-    lr = F[F_LR]
-    bc1 = 1.0 - F[F_B1POW]
-    bc2 = 1.0 - F[F_B2POW]
+    lr, bc1, bc2 = begin_step(F)
     head = I[N_DIMS + P_HEAD]
     for c in range(C):
         off = head + c * V
-        apply_scaled(W[off:off + V], O, off, g, xn[c], V, F, lr, bc1, bc2)
+        apply_update(W[off:off + V], O, off, g, xn[c], V, F, lr, bc1, bc2, False)
     bias = I[N_DIMS + P_BIAS]
-    apply_scaled(W[bias:bias + V], O, bias, g, 1.0, V, F, lr, bc1, bc2)
+    apply_update(W[bias:bias + V], O, bias, g, 1.0, V, F, lr, bc1, bc2, False)

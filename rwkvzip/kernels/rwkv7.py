@@ -63,21 +63,21 @@ KK_MIN_NORM = 1e-12
 INV_SQRT_E = 1.0 / math.sqrt(math.e)
 
 
-@jit(inline="always")
+@jit
 def lparam(W, I, layer, slot, n):
     """View of a per-layer parameter tensor of n entries."""
     o = I[N_DIMS + N_GLOBAL + layer * N_LAYER + slot]
     return W[o:o + n]
 
 
-@jit(inline="always")
+@jit
 def tslice(tr, I, layer, slot, n):
     """View of a per-layer trace slot of length n."""
     o = I[I[D_TB] + NT_GLOBAL + layer * NT_LAYER + slot]
     return tr[o:o + n]
 
 
-@jit(inline="always")
+@jit
 def layer_state(state, I, layer):
     """(att_x_prev, ffn_x_prev, wkv) views of one layer's recurrent state."""
     C = I[D_C]
@@ -264,7 +264,7 @@ def forward_step(token, W, state, tr, I, floor):
     head_forward(W, tr, I, floor)
 
 
-@jit(inline="always")
+@jit
 def wkv_step(wkv, w, k, v, kk, a, r, H, N, y):
     """One WKV-7 state update and read-out for every head (state key-major)."""
     for h in range(H):

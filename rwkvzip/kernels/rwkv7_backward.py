@@ -142,12 +142,12 @@ def backward_scratch_size(I):
     return N_CVEC * I[D_C] + I[D_I] + rank + 2 * I[D_N]
 
 
-@jit(inline="always")
+@jit
 def cvec(scratch, C, slot):
     return scratch[slot * C:(slot + 1) * C]
 
 
-@jit(inline="always")
+@jit
 def matvec_t(M, g, n_in, n_out, x):
     """x = M g: the input gradient of y = x @ M (input-major M), each sum in output order.
 
@@ -181,7 +181,7 @@ def matvec_t(M, g, n_in, n_out, x):
         x[i] = s
 
 
-@jit(inline="always")
+@jit
 def outer_acc(GM, x, g, n_in, n_out):
     """GM += x g^T: the weight gradient of y = x @ M (input-major), accumulated."""
     for i in range(n_in):
@@ -190,13 +190,13 @@ def outer_acc(GM, x, g, n_in, n_out):
             GM[i * n_out + o] += xi * g[o]
 
 
-@jit(inline="always")
+@jit
 def vec_acc(Gv, g, n):
     for i in range(n):
         Gv[i] += g[i]
 
 
-@jit(inline="always")
+@jit
 def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
     """Back through y = layer_norm(x) * w + b: gx += dL/dx; Gw, Gb += dL/dw, dL/db.
 
@@ -228,7 +228,7 @@ def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
         gx[i] += (gy[i] * w[i] - sum_g - xhat * sum_gx) * inv
 
 
-@jit(inline="always")
+@jit
 def mix_backward(gm, m, prev, base, n, gbase, gprev, Gm):
     """Back through xm = base + (prev - base) * m (a token-shift mix)."""
     for c in range(n):
@@ -239,7 +239,7 @@ def mix_backward(gm, m, prev, base, n, gbase, gprev, Gm):
         Gm[c] += g * (prev[c] - base[c])
 
 
-@jit(inline="always")
+@jit
 def wkv_backward(S_old, S_new, gS, w, k, v, kk, a, r, gy, N, gr, gk, gv, gw, gkk, ga, u, gu):
     """Back through one head of the WKV step (state key-major, S[j * N + i]).
 
@@ -298,14 +298,14 @@ def wkv_backward(S_old, S_new, gS, w, k, v, kk, a, r, gy, N, gr, gk, gv, gw, gkk
             gS[j * N + i] = gS[j * N + i] * wj + kj * gu[i]
 
 
-@jit(inline="always")
+@jit
 def lowrank_out(gout, hid, M2, rank, n_out, G2, gh):
     """Second half of a low-rank projection out = hid @ M2: G2 += hid gout^T, gh = M2 gout."""
     outer_acc(G2, hid, gout, rank, n_out)
     matvec_t(M2, gout, rank, n_out, gh)
 
 
-@jit(inline="always")
+@jit
 def lowrank_in(gh, xin, M1, n_in, rank, G1, gx):
     """First half, hid = act(xin @ M1), act' already applied to gh: G1 += xin gh^T, gx = M1 gh."""
     outer_acc(G1, xin, gh, n_in, rank)

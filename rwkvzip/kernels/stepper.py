@@ -1,14 +1,42 @@
-"""One byte of the model's life (learn from it, then read it), and the encoder's frame loop.
+"""One byte of the model's life (learn from it, then read it), and the encoder's block loop.
 
-Encoder and decoder call exactly these kernels, so both sides compute the same bits.
+Encoder and decoder call exactly these kernels (`begin`, then `run`), so both sides compute
+the same bits.
+
+Training modes (F[F_BPTT]):
+  0   output layer only: exact step on LM head and bias after each byte (no backward pass)
+  1   bptt=1: after each byte, the exact gradient of its loss through the last forward pass
+      (recurrent state held constant), then an optimizer step on every parameter in scope
+  T   truncated BPTT: forward T bytes with fixed weights, then backpropagate the segment's
+      mean loss through time (state gradients carried), take one optimizer step and
+      recompute the live state with the new weights
+
+Arrays (allocated by codec.Predictor):
+  W, O, G    parameters, Adam moments (2, n), gradient accumulator
+  R          scope table [start, end, train] (see optim.apply_gradients)
+  state, tr  live recurrent state and trace (modes 0 and 1, and TBPTT's recompute)
+  P          float32[256]: the distribution of the next byte (what the coder uses)
+  toks       int64[T + 1]: the segment's input bytes; toks[j + 1] is step j's target
+  ckpt       (n_chunks, state) states at the start of each chunk of K steps (TBPTT)
+  rs, rt     (K + 1, state) states and (K, trace) traces of the current chunk
+  gstate     dL/d(state) carried backwards through time
+  scratch    work space of the backward pass
 """
 
 from __future__ import annotations
 
-from rwkvzip.kernels import rwkv7
+from rwkvzip.kernels import rwkv7, rwkv7_backward
 from rwkvzip.kernels.common import D_V, T_P, gslice
 from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.optim import F_FLOOR, learn_head
+from rwkvzip.kernels.optim import (
+    F_BPTT,
+    F_CKPT,
+    F_FLOOR,
+    F_SEEN,
+    F_SEGPOS,
+    apply_gradients,
+    learn_head,
+)
 
 ARCH_RWKV7 = 0
 
@@ -19,32 +47,133 @@ def forward(arch, token, W, state, tr, I, F):
         rwkv7.forward_step(token, W, state, tr, I, F[F_FLOOR])
 
 
+@jit(inline="always")
+def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch):
+    if arch == ARCH_RWKV7:
+        rwkv7_backward.backward_step(token, symbol, W, G, s_old, s_new, tr, gstate, I,
+                                     F[F_FLOOR], scratch)
+
+
+@jit(inline="always")
+def publish(tr, I, P):
+    """Copy the coding distribution of the next byte out of a trace."""
+    p = gslice(tr, I, T_P, I[D_V])
+    for j in range(P.shape[0]):
+        P[j] = p[j]
+
+
+@jit(inline="always")
+def copy(src, dst):
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
+@jit(inline="always")
+def live_step(arch, token, W, I, F, rs, rt, j):
+    """Forward step j of a TBPTT segment into the chunk buffers (state rs[k] -> rs[k + 1])."""
+    k = j % int(F[F_CKPT])
+    copy(rs[k], rs[k + 1])
+    forward(arch, token, W, rs[k + 1], rt[k], I, F)
+    return k
+
+
 @jit
-def begin(arch, W, state, tr, I, F):
+def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
-    forward(arch, 0, W, state, tr, I, F)
+    if F[F_BPTT] >= 2:
+        toks[0] = 0
+        copy(state, ckpt[0])
+        copy(state, rs[0])
+        k = live_step(arch, 0, W, I, F, rs, rt, 0)
+        publish(rt[k], I, P)
+    else:
+        toks[0] = 0
+        copy(state, rs[0])
+        forward(arch, 0, W, state, tr, I, F)
+        publish(tr, I, P)
+
+
+@jit(inline="always")
+def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, scratch):
+    """The segment toks[0..T] is complete: backpropagate through it, step, recompute."""
+    T = int(F[F_BPTT])
+    K = int(F[F_CKPT])
+    n_chunks = (T + K - 1) // K
+    for i in range(gstate.shape[0]):
+        gstate[i] = 0.0
+    for c in range(n_chunks - 1, -1, -1):
+        j0 = c * K
+        j1 = min(T, j0 + K)
+        if c < n_chunks - 1:  # the last chunk is still in rs/rt; replay earlier ones
+            copy(ckpt[c], rs[0])
+            for j in range(j0, j1):
+                live_step(arch, toks[j], W, I, F, rs, rt, j)
+        for j in range(j1 - 1, j0 - 1, -1):
+            k = j - j0
+            backward(arch, toks[j], toks[j + 1], W, G, rs[k], rs[k + 1], rt[k], gstate, I,
+                     F, scratch)
+    apply_gradients(W, O, G, R, F, 1.0 / T)
+    # recompute the live state over the segment with the new weights
+    copy(ckpt[0], state)
+    for j in range(T):
+        forward(arch, toks[j], W, state, tr, I, F)
+
+
+@jit(inline="always")
+def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
+            scratch):
+    """Learn from the byte just coded, then read it to predict the next one (into P)."""
+    bptt = int(F[F_BPTT])
+    if bptt == 0:
+        learn_head(symbol, W, O, tr, I, F)
+        forward(arch, symbol, W, state, tr, I, F)
+        publish(tr, I, P)
+    elif bptt == 1:
+        # tr holds the forward that predicted `symbol`; rs[0] the state before it.
+        for i in range(gstate.shape[0]):
+            gstate[i] = 0.0
+        backward(arch, toks[0], symbol, W, G, rs[0], state, tr, gstate, I, F, scratch)
+        apply_gradients(W, O, G, R, F, 1.0)
+        copy(state, rs[0])
+        toks[0] = symbol
+        forward(arch, symbol, W, state, tr, I, F)
+        publish(tr, I, P)
+    else:
+        j = int(F[F_SEGPOS]) + 1  # steps of the segment now complete
+        toks[j] = symbol
+        K = int(F[F_CKPT])
+        if j < bptt:
+            if j % K == 0:  # a new chunk starts from the state after step j - 1
+                copy(rs[K], rs[0])
+                copy(rs[0], ckpt[j // K])
+            k = live_step(arch, symbol, W, I, F, rs, rt, j)
+            publish(rt[k], I, P)
+            F[F_SEGPOS] = j
+        else:
+            tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate,
+                         scratch)
+            # a new segment starts with the byte just coded as its first input
+            toks[0] = symbol
+            copy(state, ckpt[0])
+            copy(state, rs[0])
+            k = live_step(arch, symbol, W, I, F, rs, rt, 0)
+            publish(rt[k], I, P)
+            F[F_SEGPOS] = 0
+    F[F_SEEN] += 1.0
 
 
 @jit
-def advance(symbol, arch, W, O, state, tr, I, F):
-    """Learn from the byte just coded, then read it to predict the next one."""
-    learn_head(symbol, W, O, tr, I, F)
-    forward(arch, symbol, W, state, tr, I, F)
+def run(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
+        scratch):
+    """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution.
 
-
-@jit
-def encode_block(data, probs, arch, W, O, state, tr, I, F):
-    """Copy each byte's coding distribution into probs[t] and advance over the block."""
-    V = I[D_V]
-    p = gslice(tr, I, T_P, V)
+    The only entry point the codec calls per block (the decoder with one-byte blocks): every
+    top-level kernel that reaches the model is optimised by LLVM as a whole, so one kernel
+    here instead of three separate loops costs 20 s of compilation instead of ~200 s.
+    """
     for t in range(data.shape[0]):
-        for j in range(V):
-            probs[t, j] = p[j]
-        advance(data[t], arch, W, O, state, tr, I, F)
-
-
-@jit
-def learn_block(data, arch, W, O, state, tr, I, F):
-    """Advance over a block without coding it (frames stored raw)."""
-    for t in range(data.shape[0]):
-        advance(data[t], arch, W, O, state, tr, I, F)
+        if record:
+            for j in range(P.shape[0]):
+                probs[t, j] = P[j]
+        advance(int(data[t]), arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
+                scratch)
