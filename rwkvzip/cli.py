@@ -19,12 +19,11 @@ from rwkvzip.fileio import (
 EXIT_OK, EXIT_ERROR = 0, 1
 
 
-def _recipe_from_options(arch, hidden, layers, seed, optimizer, lr):
+def _recipe_from_options(**options):
     from rwkvzip.recipe import RecipeError, default_recipe, with_overrides
 
     try:
-        return with_overrides(default_recipe(), arch=arch, hidden=hidden, layers=layers,
-                              seed=seed, optimizer=optimizer, lr=lr)
+        return with_overrides(default_recipe(), **options)
     except RecipeError as exc:
         raise UserError(str(exc)) from None
 
@@ -56,11 +55,17 @@ def cli() -> None:
 @click.option("--seed", type=int, help="Seed of the initial weights.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), help="Online optimizer.")
 @click.option("--lr", type=float, help="Learning rate.")
-def compress(file, output, stdout, force, arch, hidden, layers, seed, optimizer, lr) -> None:
+@click.option("--bptt", type=int,
+              help="0: train the output layer only; 1: exact one-step gradient; "
+                   "N >= 2: truncated BPTT over N-byte segments.")
+@click.option("--scope", help="Parameter groups trained, joined by '+': embed, norm, attn, "
+                              "ffn, head, bias (or 'all').")
+@click.option("--clip", type=float, help="Per-element gradient clip (0: off).")
+def compress(file, output, stdout, force, **recipe_options) -> None:
     """Compress FILE (or stdin) to FILE.rwkz (or stdout)."""
     from rwkvzip.api import compress_stream
 
-    recipe = _recipe_from_options(arch, hidden, layers, seed, optimizer, lr)
+    recipe = _recipe_from_options(**recipe_options)
     out = _output_path(file, output, stdout, compressed_name)
     if out is None and sys.stdout.isatty() and not force:
         raise UserError("refusing to write compressed data to a terminal (use -f to force)")

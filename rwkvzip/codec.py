@@ -55,6 +55,8 @@ class Predictor:
         F[optim.F_WARMUP] = recipe.warmup
         F[optim.F_DECAY] = recipe.decay
         F[optim.F_LR_MIN] = recipe.lr_min
+        F[optim.F_MODE] = (stepper.MODE_TBPTT if tbptt else
+                           stepper.MODE_BPTT1 if whole else stepper.MODE_HEAD)
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         self.F = F

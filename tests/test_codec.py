@@ -109,7 +109,7 @@ def test_sgd_step_lowers_the_loss_of_the_byte(tiny_recipe, bptt):
     y = 42
     before = -np.log(np.float64(pred.probs[y]))
     pred.learn_frame(bytes([y]))
-    changed = np.flatnonzero(pred.W != W_before)
+    changed = np.flatnonzero(W_before != pred.W)
     lay = pred.model.layout
     head, bias = lay.by_name["lm_head.weight"], lay.by_name["lm_head.bias"]
     if bptt == 0:  # output layer only

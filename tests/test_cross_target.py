@@ -30,7 +30,8 @@ def probe(target, *args):
     return proc.stdout.decode()
 
 
-@pytest.mark.parametrize("recipe", ["tiny-adam", "wide-sgd"])
+@pytest.mark.parametrize("recipe", ["tiny-adam", "wide-sgd", "tiny-bptt1-adam",
+                                    "tiny-tbptt-sgd"])
 def test_targets_agree_bit_for_bit(tmp_path, recipe):
     src = corpus_file("canterbury/grammar.lsp")
     results = {}

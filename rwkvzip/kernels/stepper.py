@@ -3,13 +3,18 @@
 Encoder and decoder call exactly these kernels (`begin`, then `run`), so both sides compute
 the same bits.
 
-Training modes (F[F_BPTT]):
-  0   output layer only: exact step on LM head and bias after each byte (no backward pass)
-  1   bptt=1: after each byte, the exact gradient of its loss through the last forward pass
-      (recurrent state held constant), then an optimizer step on every parameter in scope
-  T   truncated BPTT: forward T bytes with fixed weights, then backpropagate the segment's
-      mean loss through time (state gradients carried), take one optimizer step and
-      recompute the live state with the new weights
+Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
+  MODE_HEAD   output layer only: exact step on LM head and bias after each byte
+  MODE_BPTT1  after each byte, the exact gradient of its loss through the last forward pass
+              (recurrent state held constant), then an optimizer step on the whole scope
+  MODE_TBPTT  truncated BPTT(T = F[F_BPTT]): forward T bytes with fixed weights, then
+              backpropagate the segment's mean loss through time (state gradients carried),
+              take one optimizer step and recompute the live state with the new weights
+
+TBPTT with T = 1 takes exactly the same first step as MODE_BPTT1 (same trace, same states,
+same gradient); they part afterwards only because TBPTT recomputes the live state with the
+updated weights at each segment end, which bptt=1 (by definition, state held constant and
+one forward per byte) does not.
 
 Arrays (allocated by codec.Predictor):
   W, O, G    parameters, Adam moments (2, n), gradient accumulator
@@ -32,6 +37,7 @@ from rwkvzip.kernels.optim import (
     F_BPTT,
     F_CKPT,
     F_FLOOR,
+    F_MODE,
     F_SEEN,
     F_SEGPOS,
     apply_gradients,
@@ -39,6 +45,7 @@ from rwkvzip.kernels.optim import (
 )
 
 ARCH_RWKV7 = 0
+MODE_HEAD, MODE_BPTT1, MODE_TBPTT = 0, 1, 2
 
 
 @jit(inline="always")
@@ -80,7 +87,7 @@ def live_step(arch, token, W, I, F, rs, rt, j):
 @jit
 def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
-    if F[F_BPTT] >= 2:
+    if F[F_MODE] == MODE_TBPTT:
         toks[0] = 0
         copy(state, ckpt[0])
         copy(state, rs[0])
@@ -123,12 +130,12 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
 def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
             scratch):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
-    bptt = int(F[F_BPTT])
-    if bptt == 0:
+    mode = F[F_MODE]
+    if mode == MODE_HEAD:
         learn_head(symbol, W, O, tr, I, F)
         forward(arch, symbol, W, state, tr, I, F)
         publish(tr, I, P)
-    elif bptt == 1:
+    elif mode == MODE_BPTT1:
         # tr holds the forward that predicted `symbol`; rs[0] the state before it.
         for i in range(gstate.shape[0]):
             gstate[i] = 0.0
@@ -142,7 +149,7 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
         j = int(F[F_SEGPOS]) + 1  # steps of the segment now complete
         toks[j] = symbol
         K = int(F[F_CKPT])
-        if j < bptt:
+        if j < int(F[F_BPTT]):
             if j % K == 0:  # a new chunk starts from the state after step j - 1
                 copy(rs[K], rs[0])
                 copy(rs[0], ckpt[j // K])
