@@ -192,7 +192,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "core-v1"
+DEFAULT_PRESET = "core-v2"
 
 
 def default_recipe() -> Recipe:
