@@ -1,6 +1,6 @@
 """Head-only vs bptt=1 vs TBPTT(T) at one model size: bpb and compress/decompress KB/s.
 
-    python scripts/compare_training.py [--hidden 64 --layers 1] [--modes ...] FILE ...
+    python scripts/compare_training.py [--hidden 64 --layers 1] [--modes a,b] FILE ...
 Every roundtrip is verified. Prints a markdown table; --json writes the rows.
 """
 
@@ -42,12 +42,12 @@ def main() -> None:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=1)
-    ap.add_argument("--modes", nargs="*", default=list(MODES))
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows = []
     print("| mode | file | bpb | compress KB/s | decompress KB/s |\n|---|---|---:|---:|---:|")
-    for mode in args.modes:
+    for mode in args.modes.split(","):
         recipe = with_overrides(default_recipe(), hidden=args.hidden, layers=args.layers,
                                 **MODES[mode])
         for path in args.files:
