@@ -25,13 +25,14 @@ from rwkvzip.recipe import Recipe
 from rwkvzip.rwkv7 import Rwkv7Config
 
 SMALLEST = Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=64, decay_rank=8, a_rank=8,
-                                    v_rank=8, g_rank=8), optimizer="sgd", lr=0.01)
+                                    v_rank=8, g_rank=8), optimizer="sgd", lr=0.01, bptt=0)
 
 
 @jit
-def _no_model(symbol, arch, W, O, state, tr, I, F):
-    """Same arguments as stepper.advance, no work: isolates dispatch cost."""
-    return symbol
+def _no_model(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt,
+              gstate, scratch):
+    """Same arguments as stepper.run, no work: isolates the dispatch cost."""
+    return data[0]
 
 
 def decoder_overhead(n: int = 50_000, repeats: int = 3) -> None:
@@ -48,17 +49,18 @@ def decoder_overhead(n: int = 50_000, repeats: int = 3) -> None:
         # decoding with the true rows recorded beforehand
         p = Predictor(SMALLEST)
         rows = np.empty((n, 256), dtype=np.float32)
-        stepper.encode_block(np.frombuffer(data, dtype=np.uint8), rows, p.arch, p.W, p.O,
-                             p.state, p.trace, p.index, p.F)
+        stepper.run(np.frombuffer(data, dtype=np.uint8).copy(), rows, True, p.arch,
+                    *p._arrays())
         dec = coder.new_decoder(payload)
         out = bytearray(n)
-        args = (p.arch, p.W, p.O, p.state, p.trace, p.index, p.F)
+        one, no_rows, args = np.zeros(1, dtype=np.uint8), p._no_rows, p._arrays()
         decode_one = coder.decode_one
         t = time.perf_counter()
         for i in range(n):
             sym = decode_one(dec, rows[i])
             out[i] = sym
-            _no_model(sym, *args)
+            one[0] = sym
+            _no_model(one, no_rows, False, p.arch, *args)
         best_bare = min(best_bare, time.perf_counter() - t)
         assert out == data
     print(f"decoder, smallest model ({n} bytes): {best_decode / n * 1e6:.2f} us/byte in all; "
