@@ -87,15 +87,13 @@ def live_step(arch, token, W, I, F, rs, rt, j):
 @jit
 def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
+    toks[0] = 0
+    copy(state, rs[0])
     if F[F_MODE] == MODE_TBPTT:
-        toks[0] = 0
         copy(state, ckpt[0])
-        copy(state, rs[0])
         k = live_step(arch, 0, W, I, F, rs, rt, 0)
         publish(rt[k], I, P)
     else:
-        toks[0] = 0
-        copy(state, rs[0])
         forward(arch, 0, W, state, tr, I, F)
         publish(tr, I, P)
 
