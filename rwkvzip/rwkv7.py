@@ -10,13 +10,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from rwkvzip.archbase import VOCAB, global_specs
 from rwkvzip.kernels import common as KC  # noqa: N812
 from rwkvzip.kernels import rwkv7 as K  # noqa: N812
 from rwkvzip.params import Layout, TensorSpec
 from rwkvzip.rng import Rng
 
 HEAD_SIZE = 64
-VOCAB = 256
 INIT_SCALE = 0.02
 
 
@@ -107,17 +107,6 @@ def _layer_specs(cfg: Rwkv7Config, l: int) -> list[tuple[int, TensorSpec]]:
     return specs
 
 
-def _global_specs(cfg: Rwkv7Config) -> list[tuple[int, TensorSpec]]:
-    C = cfg.hidden
-    return [
-        (KC.P_EMB, TensorSpec("model.embeddings.weight", (VOCAB, C), False, "embed")),
-        (KC.P_LNO_W, TensorSpec("model.norm.weight", (C,), False, "head")),
-        (KC.P_LNO_B, TensorSpec("model.norm.bias", (C,), False, "head")),
-        (KC.P_HEAD, TensorSpec("lm_head.weight", (VOCAB, C), True, "head")),
-        (KC.P_BIAS, TensorSpec("lm_head.bias", (VOCAB,), False, "bias")),
-    ]
-
-
 def _trace_sizes(cfg: Rwkv7Config) -> tuple[list[int], list[int]]:
     C = cfg.hidden
     glob = [0] * KC.NT_GLOBAL
@@ -142,7 +131,7 @@ class Rwkv7Model:
     def __init__(self, cfg: Rwkv7Config):
         cfg.validate()
         self.cfg = cfg
-        glob = _global_specs(cfg)
+        glob = global_specs(cfg.hidden)
         layers = [_layer_specs(cfg, l) for l in range(cfg.layers)]
         self.layout = Layout([s for _, s in glob] + [s for ls in layers for _, s in ls])
         C, H, N = cfg.hidden, cfg.heads, HEAD_SIZE

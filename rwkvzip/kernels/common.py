@@ -1,4 +1,4 @@
-"""Index-table conventions and the output stage shared by every architecture.
+"""Index-table conventions and the output stage (forward and backward) shared by every model.
 
 The int64 table I starts with N_DIMS dims (the first few common, the rest per architecture),
 then the parameter offsets (global slots, then per-layer slots), then the trace offsets
@@ -8,7 +8,15 @@ then the parameter offsets (global slots, then per-layer slots), then the trace 
 from __future__ import annotations
 
 from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import layer_norm, matvec, softmax_with_floor
+from rwkvzip.kernels.linalg import (
+    layer_norm,
+    layer_norm_backward,
+    matvec,
+    matvec_t,
+    outer_acc,
+    softmax_with_floor,
+    vec_acc,
+)
 
 # dims shared by all architectures
 D_C, D_L, D_V, D_TB = 0, 1, 2, 3
@@ -80,3 +88,31 @@ def logit_gradient(symbol, tr, I, floor):
         g[j] = s * q[j]
     g[symbol] -= s
     return g
+
+
+@jit
+def head_backward(symbol, W, G, tr, I, floor, gt, gx):
+    """Back through head_forward for the loss -ln p[symbol]: bias, LM head, final norm.
+
+    Adds the output stage's parameter gradients into G and sets gx = dL/d(T_XOUT); gt (C
+    entries) is scratch. T_GLOGITS gets dL/dlogits.
+    """
+    C = I[D_C]
+    V = I[D_V]
+    glog = logit_gradient(symbol, tr, I, floor)
+    vec_acc(gparam(G, I, P_BIAS, V), glog, V)
+    outer_acc(gparam(G, I, P_HEAD, C * V), gslice(tr, I, T_XN, C), glog, C, V)
+    matvec_t(gparam(W, I, P_HEAD, C * V), glog, C, V, gt)
+    for c in range(C):
+        gx[c] = 0.0
+    layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gt,
+                        LAYER_NORM_EPS, C, gx, gparam(G, I, P_LNO_W, C),
+                        gparam(G, I, P_LNO_B, C))
+
+
+@jit
+def embed_backward(token, G, I, gx):
+    """Add dL/d(embedding of token) = gx into the token's row of the embedding gradient."""
+    C = I[D_C]
+    row = gparam(G, I, P_EMB, I[D_V] * C)[token * C:(token + 1) * C]
+    vec_acc(row, gx, C)

@@ -1,4 +1,4 @@
-"""Fixed-order vector kernels shared by every model.
+"""Fixed-order vector kernels shared by every model, forward and backward.
 
 Matrices live in one flat float32 vector, stored input-major (M[i * n_out + o] = W_T[i, o]),
 so a matrix-vector product runs in "axpy" form: the outputs are the vectorised inner loop and
@@ -8,6 +8,10 @@ softmax sums) run sequentially in float64.
 Kernels take views (W[off:off + n]) and index them only with loop counters: an index that
 LLVM cannot prove non-negative gets numba's wrap-around check and the loop stops
 vectorising (measured: 3-5x slower matrix-vector products).
+
+The backward helpers (matvec_t, outer_acc, vec_acc, *_backward) are the reverse-mode
+counterparts used by every architecture's backward kernel; norm backwards recompute their
+statistics exactly as the forward computed them.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import math
 
 from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import exp64
+from rwkvzip.kernels.mathf import exp64, sigmoid64
 
 
 @jit
@@ -91,3 +95,157 @@ def softmax_with_floor(logits, floor, q, p):
     for i in range(n):
         q[i] = q[i] * inv
         p[i] = keep * q[i] + floor
+
+
+# ---- backward helpers (reverse-mode counterparts of the kernels above) ----
+
+
+@jit
+def matvec_t(M, g, n_in, n_out, x):
+    """x = M g: the input gradient of y = x @ M (input-major M), each sum in output order.
+
+    Four rows run side by side only to overlap their dependency chains; every x[i] is still
+    the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
+    """
+    n4 = n_in - n_in % 4
+    for i in range(0, n4, 4):
+        r0 = M[i * n_out:(i + 1) * n_out]
+        r1 = M[(i + 1) * n_out:(i + 2) * n_out]
+        r2 = M[(i + 2) * n_out:(i + 3) * n_out]
+        r3 = M[(i + 3) * n_out:(i + 4) * n_out]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for o in range(n_out):
+            go = g[o]
+            s0 += r0[o] * go
+            s1 += r1[o] * go
+            s2 += r2[o] * go
+            s3 += r3[o] * go
+        x[i] = s0
+        x[i + 1] = s1
+        x[i + 2] = s2
+        x[i + 3] = s3
+    for i in range(n4, n_in):
+        s = 0.0
+        for o in range(n_out):
+            s += M[i * n_out + o] * g[o]
+        x[i] = s
+
+
+@jit
+def outer_acc(GM, x, g, n_in, n_out):
+    """GM += x g^T: the weight gradient of y = x @ M (input-major), accumulated."""
+    for i in range(n_in):
+        xi = x[i]
+        for o in range(n_out):
+            GM[i * n_out + o] += xi * g[o]
+
+
+@jit
+def vec_acc(Gv, g, n):
+    for i in range(n):
+        Gv[i] += g[i]
+
+
+@jit
+def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
+    """Back through y = layer_norm(x) * w + b: gx += dL/dx; Gw, Gb += dL/dw, dL/db.
+
+    The statistics are recomputed exactly as the forward computed them (float64, index order).
+    """
+    mean = 0.0
+    for i in range(n):
+        mean += x[i]
+    mean /= n
+    var = 0.0
+    for i in range(n):
+        d = x[i] - mean
+        var += d * d
+    var /= n
+    inv = 1.0 / math.sqrt(var + eps)
+    sum_g = 0.0
+    sum_gx = 0.0
+    for i in range(n):
+        xhat = (x[i] - mean) * inv
+        gw = gy[i] * w[i]
+        sum_g += gw
+        sum_gx += gw * xhat
+        Gw[i] += gy[i] * xhat
+        Gb[i] += gy[i]
+    sum_g /= n
+    sum_gx /= n
+    for i in range(n):
+        xhat = (x[i] - mean) * inv
+        gx[i] += (gy[i] * w[i] - sum_g - xhat * sum_gx) * inv
+
+
+@jit
+def rms_norm(x, w, eps, n, y):
+    """y = x / sqrt(mean(x^2) + eps) * w; the mean of squares in float64, index order."""
+    ss = 0.0
+    for i in range(n):
+        xi = x[i]
+        ss += xi * xi
+    inv = 1.0 / math.sqrt(ss / n + eps)
+    for i in range(n):
+        y[i] = x[i] * inv * w[i]
+
+
+@jit
+def rms_norm_backward(x, w, gy, eps, n, gx, Gw):
+    """Back through y = rms_norm(x) * w: gx += dL/dx; Gw += dL/dw.
+
+    With r = 1 / sqrt(mean(x^2) + eps): dL/dx_j = r gw_j - x_j r^3 / n * sum_i gw_i x_i,
+    gw = gy * w. The statistic is recomputed exactly as rms_norm computed it.
+    """
+    ss = 0.0
+    for i in range(n):
+        xi = x[i]
+        ss += xi * xi
+    inv = 1.0 / math.sqrt(ss / n + eps)
+    dot = 0.0
+    for i in range(n):
+        gw = gy[i] * w[i]
+        dot += gw * x[i]
+        Gw[i] += gy[i] * (x[i] * inv)
+    c = dot * inv * inv * inv / n
+    for i in range(n):
+        gx[i] += gy[i] * w[i] * inv - x[i] * c
+
+
+@jit
+def l2_normalize_backward(x, y, gy, groups, size, min_norm, gx):
+    """Back through y = l2_normalize(x): gx = dL/dx (set, not accumulated).
+
+    Per slice with norm = max(|x|, min_norm): gx = (gy - y (gy . y)) / norm, or gy / min_norm
+    where the clamp was active (y is then x times a constant). The norm is recomputed exactly
+    as l2_normalize computed it.
+    """
+    for g in range(groups):
+        lo = g * size
+        xs = x[lo:lo + size]
+        ys = y[lo:lo + size]
+        gys = gy[lo:lo + size]
+        gxs = gx[lo:lo + size]
+        ss = 0.0
+        for i in range(size):
+            ss += xs[i] * xs[i]
+        norm = math.sqrt(ss)
+        dot = 0.0
+        if norm < min_norm:
+            norm = min_norm
+        else:
+            for i in range(size):
+                dot += gys[i] * ys[i]
+        inv = 1.0 / norm
+        for i in range(size):
+            gxs[i] = (gys[i] - ys[i] * dot) * inv
+
+
+@jit
+def silu_grad64(x: float) -> float:
+    """d silu(x) / dx = s (1 + x (1 - s)), s = sigmoid(x)."""
+    s = sigmoid64(x)
+    return s * (1.0 + x * (1.0 - s))

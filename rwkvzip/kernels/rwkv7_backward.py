@@ -27,19 +27,14 @@ from rwkvzip.kernels.common import (
     D_L,
     D_V,
     LAYER_NORM_EPS,
-    P_BIAS,
     P_EMB,
-    P_HEAD,
-    P_LNO_B,
-    P_LNO_W,
     T_VFIRST,
-    T_XN,
-    T_XOUT,
     gparam,
     gslice,
-    logit_gradient,
+    head_backward,
 )
 from rwkvzip.kernels.jit import jit
+from rwkvzip.kernels.linalg import layer_norm_backward, matvec_t, outer_acc, vec_acc
 from rwkvzip.kernels.rwkv7 import (
     D_DA,
     D_DG,
@@ -145,87 +140,6 @@ def backward_scratch_size(I):
 @jit
 def cvec(scratch, C, slot):
     return scratch[slot * C:(slot + 1) * C]
-
-
-@jit
-def matvec_t(M, g, n_in, n_out, x):
-    """x = M g: the input gradient of y = x @ M (input-major M), each sum in output order.
-
-    Four rows run side by side only to overlap their dependency chains; every x[i] is still
-    the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
-    """
-    n4 = n_in - n_in % 4
-    for i in range(0, n4, 4):
-        r0 = M[i * n_out:(i + 1) * n_out]
-        r1 = M[(i + 1) * n_out:(i + 2) * n_out]
-        r2 = M[(i + 2) * n_out:(i + 3) * n_out]
-        r3 = M[(i + 3) * n_out:(i + 4) * n_out]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for o in range(n_out):
-            go = g[o]
-            s0 += r0[o] * go
-            s1 += r1[o] * go
-            s2 += r2[o] * go
-            s3 += r3[o] * go
-        x[i] = s0
-        x[i + 1] = s1
-        x[i + 2] = s2
-        x[i + 3] = s3
-    for i in range(n4, n_in):
-        s = 0.0
-        for o in range(n_out):
-            s += M[i * n_out + o] * g[o]
-        x[i] = s
-
-
-@jit
-def outer_acc(GM, x, g, n_in, n_out):
-    """GM += x g^T: the weight gradient of y = x @ M (input-major), accumulated."""
-    for i in range(n_in):
-        xi = x[i]
-        for o in range(n_out):
-            GM[i * n_out + o] += xi * g[o]
-
-
-@jit
-def vec_acc(Gv, g, n):
-    for i in range(n):
-        Gv[i] += g[i]
-
-
-@jit
-def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
-    """Back through y = layer_norm(x) * w + b: gx += dL/dx; Gw, Gb += dL/dw, dL/db.
-
-    The statistics are recomputed exactly as the forward computed them (float64, index order).
-    """
-    mean = 0.0
-    for i in range(n):
-        mean += x[i]
-    mean /= n
-    var = 0.0
-    for i in range(n):
-        d = x[i] - mean
-        var += d * d
-    var /= n
-    inv = 1.0 / math.sqrt(var + eps)
-    sum_g = 0.0
-    sum_gx = 0.0
-    for i in range(n):
-        xhat = (x[i] - mean) * inv
-        gw = gy[i] * w[i]
-        sum_g += gw
-        sum_gx += gw * xhat
-        Gw[i] += gy[i] * xhat
-        Gb[i] += gy[i]
-    sum_g /= n
-    sum_gx /= n
-    for i in range(n):
-        xhat = (x[i] - mean) * inv
-        gx[i] += (gy[i] * w[i] - sum_g - xhat * sum_gx) * inv
 
 
 @jit
@@ -362,16 +276,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     GU = scratch[o + N:o + 2 * N]
 
     # ---- output: bias, LM head, final layer norm ----
-    glog = logit_gradient(symbol, tr, I, floor)
-    vec_acc(gparam(G, I, P_BIAS, V), glog, V)
-    outer_acc(gparam(G, I, P_HEAD, C * V), gslice(tr, I, T_XN, C), glog, C, V)
-    matvec_t(gparam(W, I, P_HEAD, C * V), glog, C, V, GT)
+    head_backward(symbol, W, G, tr, I, floor, GT, GX)
     for c in range(C):
-        GX[c] = 0.0
         GVF[c] = 0.0
-    layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), GT,
-                        LAYER_NORM_EPS, C, GX, gparam(G, I, P_LNO_W, C),
-                        gparam(G, I, P_LNO_B, C))
     vfirst = gslice(tr, I, T_VFIRST, C)
 
     for l in range(L - 1, -1, -1):
