@@ -49,8 +49,9 @@ def cli() -> None:
 @click.option("-o", "--output", help="Write to this file ('-' for stdout).")
 @click.option("-c", "--stdout", is_flag=True, help="Write to standard output.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite; allow a terminal as output.")
-@click.option("--arch", type=click.Choice(["rwkv7"]), help="Predictor architecture.")
-@click.option("--hidden", type=int, help="Hidden size (a multiple of 64).")
+@click.option("--arch", type=click.Choice(["rwkv7", "gdn"]),
+              help="Predictor architecture (RWKV-7 or Gated DeltaNet).")
+@click.option("--hidden", type=int, help="Hidden size (RWKV-7: a multiple of 64).")
 @click.option("--layers", type=int, help="Number of layers.")
 @click.option("--seed", type=int, help="Seed of the initial weights.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), help="Online optimizer.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip import coder
-from rwkvzip.kernels import optim, rwkv7_backward, stepper
+from rwkvzip.kernels import optim, stepper
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
@@ -75,7 +75,7 @@ class Predictor:
         self.rs = np.zeros((K + 1, ns), dtype=np.float32)
         self.rt = np.zeros((K, nt) if tbptt else (1, 1), dtype=np.float32)
         self.gstate = np.zeros(ns if whole else 1, dtype=np.float32)
-        size = rwkv7_backward.backward_scratch_size(self.index) if whole else 1
+        size = model.backward_scratch_size() if whole else 1
         self.scratch = np.zeros(size, dtype=np.float32)
         self._no_rows = np.zeros((1, 256), dtype=np.float32)  # `run` without recording
         stepper.begin(self.arch, self.W, self.state, self.trace, self.probs, self.index,

@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rwkvzip.archbase import VOCAB, global_specs
+from rwkvzip.archbase import VOCAB, ByteModel
 from rwkvzip.kernels import common as KC  # noqa: N812
 from rwkvzip.kernels import gdn as K  # noqa: N812
+from rwkvzip.kernels import gdn_backward
 from rwkvzip.kernels.mathf import exp_array, log64, log_array
-from rwkvzip.params import Layout, TensorSpec
+from rwkvzip.params import TensorSpec
 from rwkvzip.rng import Rng
 
 INIT_SCALE = 0.02  # uniform half-width of every projection matrix, the embedding and the head
@@ -140,7 +141,7 @@ def _trace_sizes(cfg: GdnConfig) -> tuple[list[int], list[int]]:
     return glob, layer
 
 
-class GdnModel:
+class GdnModel(ByteModel):
     """Shapes, layout and index table of one Gated DeltaNet configuration."""
 
     arch = "gdn"
@@ -149,31 +150,18 @@ class GdnModel:
     def __init__(self, cfg: GdnConfig):
         cfg.validate()
         self.cfg = cfg
-        glob = global_specs(cfg.hidden)
-        layers = [_layer_specs(cfg, l) for l in range(cfg.layers)]
-        self.layout = Layout([s for _, s in glob] + [s for ls in layers for _, s in ls])
-        self.state_size = cfg.layers * cfg.layer_state_size
+        self._build(
+            hidden=cfg.hidden,
+            layers=[_layer_specs(cfg, l) for l in range(cfg.layers)],
+            n_layer_slots=K.N_LAYER,
+            arch_dims={K.D_HK: cfg.key_heads, K.D_HV: cfg.value_heads, K.D_DK: cfg.key_dim,
+                       K.D_DV: cfg.value_dim, K.D_KC: cfg.conv_kernel, K.D_F: cfg.mlp},
+            trace_sizes=_trace_sizes(cfg),
+            state_size=cfg.layers * cfg.layer_state_size,
+        )
 
-        param_off = np.full(KC.N_GLOBAL + cfg.layers * K.N_LAYER, -1, dtype=np.int64)
-        for slot, spec in glob:
-            param_off[slot] = self.layout.by_name[spec.name].offset
-        for l, ls in enumerate(layers):
-            for slot, spec in ls:
-                offset = self.layout.by_name[spec.name].offset
-                param_off[KC.N_GLOBAL + l * K.N_LAYER + slot] = offset
-        dims = np.zeros(KC.N_DIMS, dtype=np.int64)
-        dims[[KC.D_C, KC.D_L, KC.D_V, KC.D_TB]] = [cfg.hidden, cfg.layers, VOCAB,
-                                                   KC.N_DIMS + len(param_off)]
-        dims[[K.D_HK, K.D_HV, K.D_DK, K.D_DV, K.D_KC, K.D_F]] = [
-            cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim, cfg.conv_kernel,
-            cfg.mlp]
-
-        gsz, lsz = _trace_sizes(cfg)
-        sizes = gsz + lsz * cfg.layers
-        trace_off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        self.trace_size = int(sum(sizes))
-        self.index = np.concatenate([dims, param_off, trace_off]).astype(np.int64)
-        self.trace_global = {slot: int(trace_off[slot]) for slot in range(KC.NT_GLOBAL)}
+    def backward_scratch_size(self) -> int:
+        return int(gdn_backward.backward_scratch_size(self.index))
 
     def init_params(self, seed: int) -> np.ndarray:
         """Seeded initialisation; the order of draws is part of the model's definition.

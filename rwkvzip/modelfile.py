@@ -20,7 +20,7 @@ from rwkvzip.params import (
     save_safetensors,
 )
 from rwkvzip.recipe import ARCHS
-from rwkvzip.rwkv7 import HEAD_SIZE, Rwkv7Config
+from rwkvzip.rwkv7 import Rwkv7Config
 
 
 def save_model(path: str | Path, model, W: np.ndarray) -> None:
@@ -67,13 +67,11 @@ def load_model(path: str | Path):
             cfg = cfg_cls(**json.loads(metadata[CONFIG_METADATA_KEY]))
         except (TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: bad config metadata ({exc})") from None
-    else:
+    elif arch == "rwkv7":  # a reference checkpoint: config from shapes, no output bias
         cfg = _infer_rwkv7_config(tensors, path)
-        if "lm_head.bias" not in tensors:  # reference checkpoints have no output bias
-            tensors["lm_head.bias"] = np.zeros(256, dtype=np.float32)
-    if cfg.hidden % HEAD_SIZE:
-        raise ModelFileError(f"{path}: hidden size {cfg.hidden} is not a multiple of "
-                             f"{HEAD_SIZE}")
+        tensors.setdefault("lm_head.bias", np.zeros(256, dtype=np.float32))
+    else:
+        raise ModelFileError(f"{path}: no {CONFIG_METADATA_KEY} metadata for {arch}")
     try:
         model = model_cls(cfg)
     except ValueError as exc:

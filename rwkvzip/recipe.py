@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 
+from rwkvzip.gdn import GdnConfig, GdnModel
 from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
@@ -22,7 +23,7 @@ SUPPORTED_CONTRACTS = frozenset({1})
 # Smallest probability of any byte (the rest is scaled by 1 - 256 * floor).
 PROB_FLOOR = 2.0**-20
 
-ARCHS = {"rwkv7": (Rwkv7Config, Rwkv7Model)}
+ARCHS = {"rwkv7": (Rwkv7Config, Rwkv7Model), "gdn": (GdnConfig, GdnModel)}
 OPTIMIZERS = ("sgd", "adam")
 MAX_SEED = 2**64 - 1
 # Train-scope groups, in canonical order (see TensorSpec.group): embedding, all norms,
@@ -51,7 +52,7 @@ class RecipeError(ValueError):
 @dataclass(frozen=True)
 class Recipe:
     arch: str = "rwkv7"
-    model: Rwkv7Config = field(default_factory=Rwkv7Config)
+    model: Rwkv7Config | GdnConfig = field(default_factory=Rwkv7Config)
     optimizer: str = "adam"
     lr: float = 0.0005
     beta1: float = 0.0
@@ -93,12 +94,14 @@ class Recipe:
             raise RecipeError("clip and lr_min must be non-negative")
         if not (0 <= self.warmup <= 2**40 and 0 <= self.decay <= 2**40):
             raise RecipeError("warmup and decay must be byte counts >= 0")
+        if not isinstance(self.model, ARCHS[self.arch][0]):
+            raise RecipeError(f"model config does not belong to architecture {self.arch!r}")
         try:
             self.model.validate()
         except ValueError as exc:
             raise RecipeError(str(exc)) from None
 
-    def build_model(self) -> Rwkv7Model:
+    def build_model(self) -> Rwkv7Model | GdnModel:
         return ARCHS[self.arch][1](self.model)
 
     def to_dict(self) -> dict:
@@ -208,12 +211,22 @@ def preset_id_of(recipe: Recipe) -> int | None:
 
 
 def with_overrides(base: Recipe, **overrides) -> Recipe:
-    """A recipe with some policy fields and model fields replaced (None means keep)."""
-    model_fields = {f.name for f in fields(base.model)}
+    """A recipe with some policy fields and model fields replaced (None means keep).
+
+    Changing the architecture starts from that architecture's default config."""
+    arch = overrides.get("arch") or base.arch
+    if arch not in ARCHS:
+        raise RecipeError(f"unknown architecture {arch!r}")
+    model = base.model if arch == base.arch else ARCHS[arch][0]()
+    model_fields = {f.name for f in fields(model)}
+    unknown = [k for k, v in overrides.items() if v is not None and k not in model_fields
+               and k not in _FIELD_TYPES]
+    if unknown:
+        raise RecipeError(f"{unknown[0]!r} is not a setting of a {arch} recipe")
     model_kw = {k: v for k, v in overrides.items() if k in model_fields and v is not None}
     top_kw = {k: v for k, v in overrides.items() if k not in model_fields and v is not None}
     if "scope" in top_kw:
         top_kw["scope"] = canonical_scope(top_kw["scope"])
-    recipe = replace(base, model=replace(base.model, **model_kw), **top_kw)
+    recipe = replace(base, model=replace(model, **model_kw), **top_kw)
     recipe.validate()
     return recipe

@@ -10,10 +10,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rwkvzip.archbase import VOCAB, global_specs
+from rwkvzip.archbase import VOCAB, ByteModel
 from rwkvzip.kernels import common as KC  # noqa: N812
 from rwkvzip.kernels import rwkv7 as K  # noqa: N812
-from rwkvzip.params import Layout, TensorSpec
+from rwkvzip.kernels import rwkv7_backward
+from rwkvzip.params import TensorSpec
 from rwkvzip.rng import Rng
 
 HEAD_SIZE = 64
@@ -122,7 +123,7 @@ def _trace_sizes(cfg: Rwkv7Config) -> tuple[list[int], list[int]]:
     return glob, layer
 
 
-class Rwkv7Model:
+class Rwkv7Model(ByteModel):
     """Shapes, layout and index table of one RWKV-7 configuration."""
 
     arch = "rwkv7"
@@ -131,31 +132,19 @@ class Rwkv7Model:
     def __init__(self, cfg: Rwkv7Config):
         cfg.validate()
         self.cfg = cfg
-        glob = global_specs(cfg.hidden)
-        layers = [_layer_specs(cfg, l) for l in range(cfg.layers)]
-        self.layout = Layout([s for _, s in glob] + [s for ls in layers for _, s in ls])
         C, H, N = cfg.hidden, cfg.heads, HEAD_SIZE
-        self.state_size = cfg.layers * (2 * C + H * N * N)
+        self._build(
+            hidden=C,
+            layers=[_layer_specs(cfg, l) for l in range(cfg.layers)],
+            n_layer_slots=K.N_LAYER,
+            arch_dims={K.D_H: H, K.D_N: N, K.D_I: cfg.ffn, K.D_DW: cfg.decay_rank,
+                       K.D_DA: cfg.a_rank, K.D_DV: cfg.v_rank, K.D_DG: cfg.g_rank},
+            trace_sizes=_trace_sizes(cfg),
+            state_size=cfg.layers * (2 * C + H * N * N),
+        )
 
-        param_off = np.full(KC.N_GLOBAL + cfg.layers * K.N_LAYER, -1, dtype=np.int64)
-        for slot, spec in glob:
-            param_off[slot] = self.layout.by_name[spec.name].offset
-        for l, ls in enumerate(layers):
-            for slot, spec in ls:
-                offset = self.layout.by_name[spec.name].offset
-                param_off[KC.N_GLOBAL + l * K.N_LAYER + slot] = offset
-        dims = np.zeros(KC.N_DIMS, dtype=np.int64)
-        dims[[KC.D_C, KC.D_L, KC.D_V, KC.D_TB]] = [C, cfg.layers, VOCAB,
-                                                   KC.N_DIMS + len(param_off)]
-        dims[[K.D_H, K.D_N, K.D_I, K.D_DW, K.D_DA, K.D_DV, K.D_DG]] = [
-            H, N, cfg.ffn, cfg.decay_rank, cfg.a_rank, cfg.v_rank, cfg.g_rank]
-
-        gsz, lsz = _trace_sizes(cfg)
-        sizes = gsz + lsz * cfg.layers
-        trace_off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        self.trace_size = int(sum(sizes))
-        self.index = np.concatenate([dims, param_off, trace_off]).astype(np.int64)
-        self.trace_global = {slot: int(trace_off[slot]) for slot in range(KC.NT_GLOBAL)}
+    def backward_scratch_size(self) -> int:
+        return int(rwkv7_backward.backward_scratch_size(self.index))
 
     def init_params(self, seed: int) -> np.ndarray:
         """Seeded initialisation, drawing in the same order as the reference design."""

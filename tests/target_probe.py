@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip import api
+from rwkvzip.gdn import GdnConfig
 from rwkvzip.kernels import mathf
 from rwkvzip.recipe import Recipe
 from rwkvzip.rwkv7 import Rwkv7Config
@@ -27,6 +28,14 @@ RECIPES = {
                                                a_rank=8, v_rank=8, g_rank=16),
                              optimizer="sgd", lr=0.02, seed=3, bptt=6, ckpt=4,
                              scope="attn+ffn+head+bias", warmup=200, decay=1000),
+    "gdn-bptt1-adam": Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=2, key_heads=1,
+                                                         value_heads=2, key_dim=16,
+                                                         value_dim=16, conv_kernel=4, mlp=64),
+                             optimizer="adam", lr=0.002, seed=8, bptt=1),
+    "gdn-tbptt-sgd": Recipe(arch="gdn", model=GdnConfig(hidden=48, layers=1, key_heads=2,
+                                                        value_heads=2, key_dim=8, value_dim=8,
+                                                        conv_kernel=3, mlp=48),
+                            optimizer="sgd", lr=0.02, seed=9, bptt=5, ckpt=2),
     "wide-sgd": Recipe(model=Rwkv7Config(hidden=192, layers=1, ffn=256, decay_rank=8,
                                          a_rank=8, v_rank=8, g_rank=16),
                        optimizer="sgd", lr=0.02, seed=4),

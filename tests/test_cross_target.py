@@ -31,7 +31,7 @@ def probe(target, *args):
 
 
 @pytest.mark.parametrize("recipe", ["tiny-adam", "wide-sgd", "tiny-bptt1-adam",
-                                    "tiny-tbptt-sgd"])
+                                    "tiny-tbptt-sgd", "gdn-bptt1-adam", "gdn-tbptt-sgd"])
 def test_targets_agree_bit_for_bit(tmp_path, recipe):
     src = corpus_file("canterbury/grammar.lsp")
     results = {}

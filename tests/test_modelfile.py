@@ -141,3 +141,14 @@ def test_unsupported_dtype_and_garbage_are_refused(tmp_path, model_and_weights):
     (tmp_path / "junk.safetensors").write_bytes(b"\xff" * 64)
     with pytest.raises(ModelFileError, match="not a safetensors file"):
         load_model(tmp_path / "junk.safetensors")
+
+
+def test_gdn_model_files_roundtrip(tmp_path):
+    from rwkvzip.gdn import GdnConfig, GdnModel
+
+    model = GdnModel(GdnConfig(hidden=32, layers=2, key_heads=1, value_heads=2, key_dim=8,
+                               value_dim=8, conv_kernel=3, mlp=32))
+    W = model.init_params(4)
+    save_model(tmp_path / "g.safetensors", model, W)
+    model2, W2 = load_model(tmp_path / "g.safetensors")
+    assert model2.arch == "gdn" and model2.cfg == model.cfg and np.array_equal(W, W2)

@@ -30,7 +30,7 @@ Arrays (allocated by codec.Predictor):
 
 from __future__ import annotations
 
-from rwkvzip.kernels import rwkv7, rwkv7_backward
+from rwkvzip.kernels import gdn, gdn_backward, rwkv7, rwkv7_backward
 from rwkvzip.kernels.common import D_V, T_P, gslice
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.optim import (
@@ -44,7 +44,7 @@ from rwkvzip.kernels.optim import (
     learn_head,
 )
 
-ARCH_RWKV7 = 0
+ARCH_RWKV7, ARCH_GDN = 0, 1  # the models' arch_id
 MODE_HEAD, MODE_BPTT1, MODE_TBPTT = 0, 1, 2
 
 
@@ -52,6 +52,8 @@ MODE_HEAD, MODE_BPTT1, MODE_TBPTT = 0, 1, 2
 def forward(arch, token, W, state, tr, I, F):
     if arch == ARCH_RWKV7:
         rwkv7.forward_step(token, W, state, tr, I, F[F_FLOOR])
+    else:
+        gdn.forward_step(token, W, state, tr, I, F[F_FLOOR])
 
 
 @jit(inline="always")
@@ -59,6 +61,9 @@ def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch)
     if arch == ARCH_RWKV7:
         rwkv7_backward.backward_step(token, symbol, W, G, s_old, s_new, tr, gstate, I,
                                      F[F_FLOOR], scratch)
+    else:
+        gdn_backward.backward_step(token, symbol, W, G, s_old, s_new, tr, gstate, I,
+                                   F[F_FLOOR], scratch)
 
 
 @jit(inline="always")
