@@ -39,7 +39,7 @@ class ByteModel:
     cfg: object
 
     def _build(self, hidden: int, layers: list[list[tuple[int, TensorSpec]]],
-               n_layer_slots: int, arch_dims: dict[int, int],
+               n_layer_slots: int, n_trace_slots: int, arch_dims: dict[int, int],
                trace_sizes: tuple[list[int], list[int]], state_size: int) -> None:
         glob = global_specs(hidden)
         self.layout = Layout([s for _, s in glob] + [s for ls in layers for _, s in ls])
@@ -52,8 +52,9 @@ class ByteModel:
                 param_off[KC.N_GLOBAL + l * n_layer_slots + slot] = \
                     self.layout.by_name[spec.name].offset
         dims = np.zeros(KC.N_DIMS, dtype=np.int64)
-        dims[[KC.D_C, KC.D_L, KC.D_V, KC.D_TB]] = [hidden, len(layers), VOCAB,
-                                                   KC.N_DIMS + len(param_off)]
+        dims[[KC.D_C, KC.D_L, KC.D_V, KC.D_TB, KC.D_LP, KC.D_LT]] = [
+            hidden, len(layers), VOCAB, KC.N_DIMS + len(param_off), n_layer_slots,
+            n_trace_slots]
         for slot, value in arch_dims.items():
             dims[slot] = value
         gsz, lsz = trace_sizes

@@ -154,6 +154,7 @@ class GdnModel(ByteModel):
             hidden=cfg.hidden,
             layers=[_layer_specs(cfg, l) for l in range(cfg.layers)],
             n_layer_slots=K.N_LAYER,
+            n_trace_slots=K.NT_LAYER,
             arch_dims={K.D_HK: cfg.key_heads, K.D_HV: cfg.value_heads, K.D_DK: cfg.key_dim,
                        K.D_DV: cfg.value_dim, K.D_KC: cfg.conv_kernel, K.D_F: cfg.mlp},
             trace_sizes=_trace_sizes(cfg),

@@ -137,6 +137,7 @@ class Rwkv7Model(ByteModel):
             hidden=C,
             layers=[_layer_specs(cfg, l) for l in range(cfg.layers)],
             n_layer_slots=K.N_LAYER,
+            n_trace_slots=K.NT_LAYER,
             arch_dims={K.D_H: H, K.D_N: N, K.D_I: cfg.ffn, K.D_DW: cfg.decay_rank,
                        K.D_DA: cfg.a_rank, K.D_DV: cfg.v_rank, K.D_DG: cfg.g_rank},
             trace_sizes=_trace_sizes(cfg),

@@ -18,8 +18,9 @@ from rwkvzip.kernels.linalg import (
     vec_acc,
 )
 
-# dims shared by all architectures
+# dims shared by all architectures (the architectures' own dims use slots 4..13)
 D_C, D_L, D_V, D_TB = 0, 1, 2, 3
+D_LP, D_LT = 14, 15  # parameter slots and trace slots per layer
 N_DIMS = 16
 
 # global parameter slots
@@ -38,6 +39,20 @@ def gparam(W, I, slot, n):
     """View of a global parameter tensor of n entries."""
     o = I[N_DIMS + slot]
     return W[o:o + n]
+
+
+@jit
+def lparam(W, I, layer, slot, n):
+    """View of a per-layer parameter tensor of n entries."""
+    o = I[N_DIMS + N_GLOBAL + layer * I[D_LP] + slot]
+    return W[o:o + n]
+
+
+@jit
+def tslice(tr, I, layer, slot, n):
+    """View of a per-layer trace slot of length n."""
+    o = I[I[D_TB] + NT_GLOBAL + layer * I[D_LT] + slot]
+    return tr[o:o + n]
 
 
 @jit

@@ -26,14 +26,12 @@ import math
 from rwkvzip.kernels.common import (
     D_C,
     D_L,
-    D_TB,
-    N_DIMS,
-    N_GLOBAL,
-    NT_GLOBAL,
     T_XOUT,
     embed,
     gslice,
     head_forward,
+    lparam,
+    tslice,
 )
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.linalg import l2_normalize, matvec, rms_norm
@@ -63,20 +61,6 @@ NT_LAYER = 22
 
 RMS_EPS = 1e-6
 L2_MIN_NORM = 1e-6
-
-
-@jit
-def lparam(W, I, layer, slot, n):
-    """View of a per-layer parameter tensor of n entries."""
-    o = I[N_DIMS + N_GLOBAL + layer * N_LAYER + slot]
-    return W[o:o + n]
-
-
-@jit
-def tslice(tr, I, layer, slot, n):
-    """View of a per-layer trace slot of length n."""
-    o = I[I[D_TB] + NT_GLOBAL + layer * NT_LAYER + slot]
-    return tr[o:o + n]
 
 
 @jit

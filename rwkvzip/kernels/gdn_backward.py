@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from rwkvzip.kernels.common import D_C, D_L, embed_backward, head_backward
+from rwkvzip.kernels.common import D_C, D_L, embed_backward, head_backward, lparam, tslice
 from rwkvzip.kernels.gdn import (
     D_DK,
     D_DV,
@@ -77,8 +77,6 @@ from rwkvzip.kernels.gdn import (
     S_Z,
     S_ZS,
     layer_state,
-    lparam,
-    tslice,
 )
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.linalg import (

@@ -17,16 +17,14 @@ import math
 from rwkvzip.kernels.common import (
     D_C,
     D_L,
-    D_TB,
     LAYER_NORM_EPS,
-    N_DIMS,
-    N_GLOBAL,
-    NT_GLOBAL,
     T_VFIRST,
     T_XOUT,
     embed,
     gslice,
     head_forward,
+    lparam,
+    tslice,
 )
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.linalg import group_norm, l2_normalize, layer_norm, matvec
@@ -61,20 +59,6 @@ NT_LAYER = 39
 GROUP_NORM_EPS = 64e-5
 KK_MIN_NORM = 1e-12
 INV_SQRT_E = 1.0 / math.sqrt(math.e)
-
-
-@jit
-def lparam(W, I, layer, slot, n):
-    """View of a per-layer parameter tensor of n entries."""
-    o = I[N_DIMS + N_GLOBAL + layer * N_LAYER + slot]
-    return W[o:o + n]
-
-
-@jit
-def tslice(tr, I, layer, slot, n):
-    """View of a per-layer trace slot of length n."""
-    o = I[I[D_TB] + NT_GLOBAL + layer * NT_LAYER + slot]
-    return tr[o:o + n]
 
 
 @jit

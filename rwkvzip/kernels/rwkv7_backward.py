@@ -32,6 +32,8 @@ from rwkvzip.kernels.common import (
     gparam,
     gslice,
     head_backward,
+    lparam,
+    tslice,
 )
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.linalg import layer_norm_backward, matvec_t, outer_acc, vec_acc
@@ -118,8 +120,6 @@ from rwkvzip.kernels.rwkv7 import (
     S_YHEAD,
     S_YWKV,
     layer_state,
-    lparam,
-    tslice,
 )
 
 # ---- scratch layout: N_CVEC vectors of C, then FF, then the largest low rank, then 2 * N ----
