@@ -12,6 +12,14 @@ from rwkvzip.gdn import GdnConfig, GdnModel
 from rwkvzip.kernels import common, gdn, linalg
 from rwkvzip.kernels.gdn_backward import backward_scratch_size, backward_step
 
+from gradcheck import close, kernel_gradients, pick
+
+
+def grads(model, W, state0, tokens, symbols, floor):
+    return kernel_gradients(gdn.forward_step, backward_step, model, W, state0, tokens,
+                            symbols, floor)
+
+
 VOCAB = 256
 
 
@@ -254,41 +262,6 @@ def test_norm_backward_helpers():
     np.testing.assert_allclose(Gw, gy64[:n] * rms(x64[:n], 1.0), rtol=1e-5, atol=1e-6)
 
 
-def kernel_gradients(model, W, state0, tokens, symbols, floor):
-    """float32 forward_step over the sequence, then backward_step from the last step back."""
-    I = model.index
-    state = state0.copy()
-    steps = []
-    for tok in tokens:
-        old = state.copy()
-        tr = np.zeros(model.trace_size, np.float32)
-        gdn.forward_step(tok, W, state, tr, I, floor)
-        steps.append((old, state.copy(), tr))
-    G = np.zeros_like(W)
-    gstate = np.zeros(model.state_size, np.float32)
-    scratch = np.zeros(backward_scratch_size(I), np.float32)
-    for (old, new, tr), tok, sym in reversed(list(zip(steps, tokens, symbols, strict=True))):
-        backward_step(tok, sym, W, G, old, new, tr, gstate, I, floor, scratch)
-    return G, gstate
-
-
-def pick(g, rng, n_top=2, n_rand=2):
-    """Flat indices of a few entries with a clearly non-zero gradient."""
-    a = np.abs(g.ravel())
-    order = np.argsort(-a, kind="stable")
-    chosen = list(order[:n_top])
-    big = np.flatnonzero(a >= 0.1 * a.max())
-    rest = np.setdiff1d(big, chosen)
-    if len(rest):
-        chosen += list(rng.choice(rest, size=min(n_rand, len(rest)), replace=False))
-    return chosen
-
-
-def close(analytic, fd, scale):
-    """Relative 2e-3 plus a tiny absolute floor tied to the tensor's gradient scale."""
-    return abs(analytic - fd) <= 2e-3 * abs(fd) + 1e-5 * scale
-
-
 BWD_CONFIGS = [
     (GdnConfig(hidden=32, layers=2, key_heads=1, value_heads=2, key_dim=8, value_dim=8,
                conv_kernel=4, mlp=48), 1e-3),
@@ -306,7 +279,7 @@ def test_backward_matches_finite_differences(cfg, floor):
     tokens = [72, 105, 33, 10]
     symbols = [105, 33, 10, 72]
 
-    G, gstate = kernel_gradients(model, W, state0, tokens, symbols, floor)
+    G, gstate = grads(model, W, state0, tokens, symbols, floor)
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(gstate))
 
     t = tensors64(model, W)
@@ -374,8 +347,8 @@ def test_backward_is_deterministic_and_accumulates():
     rng = np.random.default_rng(2)
     W = (model.init_params(4) + rng.normal(0, 0.1, model.layout.size)).astype(np.float32)
     state0 = random_state(model, rng, 0.5, 0.5)
-    G1, s1 = kernel_gradients(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
-    G2, s2 = kernel_gradients(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
+    G1, s1 = grads(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
+    G2, s2 = grads(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
     assert np.array_equal(G1, G2) and np.array_equal(s1, s2)
     # Accumulation: a second backward pass into the same G adds (not overwrites).
     I = model.index

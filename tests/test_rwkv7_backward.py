@@ -9,6 +9,14 @@ from rwkvzip.kernels import rwkv7
 from rwkvzip.kernels.rwkv7_backward import backward_scratch_size, backward_step
 from rwkvzip.rwkv7 import HEAD_SIZE, VOCAB, Rwkv7Config, Rwkv7Model
 
+from gradcheck import close, kernel_gradients, pick
+
+
+def grads(model, W, state0, tokens, symbols, floor):
+    return kernel_gradients(rwkv7.forward_step, backward_step, model, W, state0, tokens,
+                            symbols, floor)
+
+
 N = HEAD_SIZE
 
 
@@ -87,44 +95,6 @@ def numpy_loss(cfg, t, state0, tokens, symbols, floor):
     return total
 
 
-def kernel_gradients(model, W, state0, tokens, symbols, floor):
-    """float32 forward_step over the sequence, then backward_step from the last step back."""
-    I = model.index
-    state = state0.copy()
-    steps = []
-    for tok in tokens:
-        old = state.copy()
-        tr = np.zeros(model.trace_size, np.float32)
-        rwkv7.forward_step(tok, W, state, tr, I, floor)
-        steps.append((old, state.copy(), tr))
-    G = np.zeros_like(W)
-    gstate = np.zeros(model.state_size, np.float32)
-    scratch = np.zeros(backward_scratch_size(I), np.float32)
-    for (old, new, tr), tok, sym in reversed(list(zip(steps, tokens, symbols, strict=True))):
-        backward_step(tok, sym, W, G, old, new, tr, gstate, I, floor, scratch)
-    return G, gstate
-
-
-def pick(g, rng, n_top=2, n_rand=2):
-    """Flat indices of a few entries with a clearly non-zero gradient."""
-    a = np.abs(g.ravel())
-    order = np.argsort(-a, kind="stable")
-    chosen = list(order[:n_top])
-    big = np.flatnonzero(a >= 0.1 * a.max())
-    rest = np.setdiff1d(big, chosen)
-    if len(rest):
-        chosen += list(rng.choice(rest, size=min(n_rand, len(rest)), replace=False))
-    return chosen
-
-
-def close(analytic, fd, scale):
-    """Relative 2e-3 (plus a tiny absolute floor tied to the tensor's gradient scale).
-
-    Observed errors are a few 1e-6 (float32 kernel against float64 differences).
-    """
-    return abs(analytic - fd) <= 2e-3 * abs(fd) + 1e-5 * scale
-
-
 CONFIGS = [
     (Rwkv7Config(hidden=64, layers=2, ffn=64, decay_rank=8, a_rank=8, v_rank=8, g_rank=8),
      1e-3),
@@ -147,7 +117,7 @@ def test_backward_matches_finite_differences(cfg, floor):
     tokens = [72, 105, 33, 10]
     symbols = [105, 33, 10, 72]
 
-    G, gstate = kernel_gradients(model, W, state0, tokens, symbols, floor)
+    G, gstate = grads(model, W, state0, tokens, symbols, floor)
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(gstate))
 
     t = {k: v.astype(np.float64) for k, v in model.layout.tensors(W).items()}
@@ -206,8 +176,8 @@ def test_backward_is_deterministic_and_accumulates():
     rng = np.random.default_rng(2)
     W = (model.init_params(4) + rng.normal(0, 0.1, model.layout.size)).astype(np.float32)
     state0 = rng.normal(0, 0.5, model.state_size).astype(np.float32)
-    G1, s1 = kernel_gradients(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
-    G2, s2 = kernel_gradients(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
+    G1, s1 = grads(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
+    G2, s2 = grads(model, W, state0, [1, 2, 3], [2, 3, 4], floor)
     assert np.array_equal(G1, G2) and np.array_equal(s1, s2)
     # Accumulation: a second backward pass into the same G adds (not overwrites).
     I = model.index

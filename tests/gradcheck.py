@@ -1,0 +1,41 @@
+"""Shared pieces of the finite-difference gradient tests of every architecture."""
+
+import numpy as np
+
+
+def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symbols, floor):
+    """float32 forward_step over the sequence, then backward_step from the last step back."""
+    I = model.index
+    state = state0.copy()
+    steps = []
+    for tok in tokens:
+        old = state.copy()
+        tr = np.zeros(model.trace_size, np.float32)
+        forward_step(tok, W, state, tr, I, floor)
+        steps.append((old, state.copy(), tr))
+    G = np.zeros_like(W)
+    gstate = np.zeros(model.state_size, np.float32)
+    scratch = np.zeros(model.backward_scratch_size(), np.float32)
+    for (old, new, tr), tok, sym in reversed(list(zip(steps, tokens, symbols, strict=True))):
+        backward_step(tok, sym, W, G, old, new, tr, gstate, I, floor, scratch)
+    return G, gstate
+
+
+def pick(g, rng, n_top=2, n_rand=2):
+    """Flat indices of a few entries with a clearly non-zero gradient."""
+    a = np.abs(g.ravel())
+    order = np.argsort(-a, kind="stable")
+    chosen = list(order[:n_top])
+    big = np.flatnonzero(a >= 0.1 * a.max())
+    rest = np.setdiff1d(big, chosen)
+    if len(rest):
+        chosen += list(rng.choice(rest, size=min(n_rand, len(rest)), replace=False))
+    return chosen
+
+
+def close(analytic, fd, scale):
+    """Relative 2e-3 plus a tiny absolute floor tied to the tensor's gradient scale.
+
+    Observed errors are a few 1e-6 (float32 kernels against float64 differences).
+    """
+    return abs(analytic - fd) <= 2e-3 * abs(fd) + 1e-5 * scale
