@@ -67,14 +67,6 @@ class Layout:
     def tensors(self, W: np.ndarray) -> dict[str, np.ndarray]:
         return {s.name: self.get(W, s.name) for s in self.specs}
 
-    def group_mask(self, groups: set[str]) -> np.ndarray:
-        """uint8 mask over the flat vector: 1 where the tensor's group is in `groups`."""
-        mask = np.zeros(self.size, dtype=np.uint8)
-        for s in self.specs:
-            if s.group in groups:
-                mask[s.offset:s.offset + s.size] = 1
-        return mask
-
 
 def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],
                      metadata: Mapping[str, str]) -> None:
