@@ -23,8 +23,8 @@ def jit(func=None, **kwargs):
     inline="always" is kept for the few small glue functions of stepper/optim. Inlining every
     helper at numba level made a cold compile take 115 s instead of 45 s, at equal speed.
     """
-    options = {"fastmath": set(FASTMATH), "cache": True, "nogil": True,
-               "error_model": "numpy"}
+    options = {"fastmath": set(FASTMATH), "error_model": "numpy"}
+    options.update(cache=True, nogil=True)
     options.update(kwargs)
     if func is None:
         return numba.njit(**options)

@@ -24,7 +24,7 @@ from rwkvzip.kernels.mathf import exp64, sigmoid64
 
 @jit
 def matvec(M, x, n_in, n_out, y):
-    """y = x @ M, with M the input-major (n_in, n_out) matrix flattened."""
+    """y = x · M, with M the input-major (n_in, n_out) matrix flattened."""
     for o in range(n_out):
         y[o] = 0.0
     for i in range(n_in):
@@ -102,7 +102,7 @@ def softmax_with_floor(logits, floor, q, p):
 
 @jit
 def matvec_t(M, g, n_in, n_out, x):
-    """x = M g: the input gradient of y = x @ M (input-major M), each sum in output order.
+    """x = M g: the input gradient of y = x · M (input-major M), each sum in output order.
 
     Four rows run side by side only to overlap their dependency chains; every x[i] is still
     the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
@@ -136,7 +136,7 @@ def matvec_t(M, g, n_in, n_out, x):
 
 @jit
 def outer_acc(GM, x, g, n_in, n_out):
-    """GM += x g^T: the weight gradient of y = x @ M (input-major), accumulated."""
+    """GM += x g^T: the weight gradient of y = x · M (input-major), accumulated."""
     for i in range(n_in):
         xi = x[i]
         for o in range(n_out):

@@ -13,7 +13,7 @@ before the last step. Each call adds that step's parameter gradient into G and t
 dL/d(state after the step) into dL/d(state before it).
 
 Conventions as in the forward kernels: matrices are input-major (M[i * n_out + o]); every
-reduction runs sequentially in index order; input gradients M @ g are explicit per-input
+reduction runs sequentially in index order; input gradients M · g are explicit per-input
 sums over the outputs and weight gradients are axpy rows, so results are bit-identical on
 every target (see kernels/jit.py and kernels/linalg.py).
 """
@@ -214,14 +214,14 @@ def wkv_backward(S_old, S_new, gS, w, k, v, kk, a, r, gy, N, gr, gk, gv, gw, gkk
 
 @jit
 def lowrank_out(gout, hid, M2, rank, n_out, G2, gh):
-    """Second half of a low-rank projection out = hid @ M2: G2 += hid gout^T, gh = M2 gout."""
+    """Second half of a low-rank projection out = hid · M2: G2 += hid gout^T, gh = M2 gout."""
     outer_acc(G2, hid, gout, rank, n_out)
     matvec_t(M2, gout, rank, n_out, gh)
 
 
 @jit
 def lowrank_in(gh, xin, M1, n_in, rank, G1, gx):
-    """First half, hid = act(xin @ M1), act' already applied to gh: G1 += xin gh^T, gx = M1 gh."""
+    """First half, hid = act(xin · M1), act' already applied to gh: G1 += xin gh^T, gx = M1 gh."""
     outer_acc(G1, xin, gh, n_in, rank)
     matvec_t(M1, gh, n_in, rank, gx)
 
@@ -286,7 +286,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         _, _, wkv_old = layer_state(state_old, I, l)
         _, _, wkv_new = layer_state(state_new, I, l)
 
-        # ---- channel mixing: out = xmid + relu(fxk @ Key)^2 @ Value ----
+        # ---- channel mixing: out = xmid + relu(fxk · Key)^2 · Value ----
         fk = tslice(tr, I, l, S_FK, FF)
         fpre = tslice(tr, I, l, S_FPRE, FF)
         fxk = tslice(tr, I, l, S_FXK, C)
@@ -311,7 +311,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
                             lparam(G, I, l, L_FFN_B, C))
         # GX = dL/dxmid = dL/dattout, and the residual part of dL/dx0
 
-        # ---- time mixing: xmid = x0 + (yhead * g) @ WO ----
+        # ---- time mixing: xmid = x0 + (yhead * g) · WO ----
         xa = tslice(tr, I, l, S_XA, C)
         axp = tslice(tr, I, l, S_AXP, C)
         for c in range(C):  # the new state's att_prev is xa
