@@ -1,6 +1,7 @@
 """Head-only vs bptt=1 vs TBPTT(T) at one model size: bpb and compress/decompress KB/s.
 
-    python scripts/compare_training.py [--hidden 64 --layers 1] [--modes a,b] FILE ...
+    python scripts/compare_training.py [--hidden 64 --layers 1] [--modes a,b]
+        [--set arch=gdn,key_heads=2,value_heads=4,key_dim=16,value_dim=16,mlp=384] FILE ...
 Every roundtrip is verified. Prints a markdown table; --json writes the rows.
 """
 
@@ -43,13 +44,18 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset")
+    ap.add_argument("--set", default="", help="more recipe settings, e.g. arch=gdn,mlp=384")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    extra = {}
+    for item in filter(None, args.set.split(",")):
+        key, value = item.split("=", 1)
+        extra[key] = int(value) if value.lstrip("-").isdigit() else value
     rows = []
     print("| mode | file | bpb | compress KB/s | decompress KB/s |\n|---|---|---:|---:|---:|")
     for mode in args.modes.split(","):
         recipe = with_overrides(default_recipe(), hidden=args.hidden, layers=args.layers,
-                                **MODES[mode])
+                                **{**MODES[mode], **extra})
         for path in args.files:
             r = measure(path, recipe) | {"mode": mode}
             rows.append(r)
