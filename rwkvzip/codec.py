@@ -10,6 +10,7 @@ import numpy as np
 
 from rwkvzip import coder
 from rwkvzip.kernels import optim, stepper
+from rwkvzip.mixing import MixArrays
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
@@ -55,8 +56,10 @@ class Predictor:
         F[optim.F_WARMUP] = recipe.warmup
         F[optim.F_DECAY] = recipe.decay
         F[optim.F_LR_MIN] = recipe.lr_min
-        F[optim.F_MODE] = (stepper.MODE_TBPTT if tbptt else
-                           stepper.MODE_BPTT1 if whole else stepper.MODE_HEAD)
+        network = recipe.mix is None or recipe.mix.network
+        F[optim.F_MODE] = (stepper.MODE_NONE if not network else stepper.MODE_TBPTT if tbptt
+                           else stepper.MODE_BPTT1 if whole else stepper.MODE_HEAD)
+        F[optim.F_MIX] = float(recipe.mix is not None)
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         self.F = F
@@ -78,14 +81,21 @@ class Predictor:
         size = model.backward_scratch_size() if whole else 1
         self.scratch = np.zeros(size, dtype=np.float32)
         self._no_rows = np.zeros((1, 256), dtype=np.float32)  # `run` without recording
+        if recipe.mix is not None:
+            m = MixArrays(recipe.mix, recipe.bptt)
+            self.mixing = (m.CT, m.HB, m.S, m.MX, m.ST)
+        else:  # one-element stand-ins keep a single kernel signature
+            self.mixing = (np.zeros(1, np.uint32), np.zeros(1, np.uint8), np.zeros(1, np.int64),
+                           np.zeros(1, np.float32), np.zeros(1, np.float32))
+        CT, _, S, MX, ST = self.mixing
         stepper.begin(self.arch, self.W, self.state, self.trace, self.probs, self.index,
-                      self.F, self.toks, self.ckpt, self.rs, self.rt)
+                      self.F, self.toks, self.ckpt, self.rs, self.rt, CT, S, MX, ST)
 
     def _arrays(self) -> tuple:
         """Everything stepper.run takes after (data, probs, record, arch), in its order."""
         return (self.W, self.O, self.G, self.R, self.state, self.trace, self.probs,
                 self.index, self.F, self.toks, self.ckpt, self.rs, self.rt, self.gstate,
-                self.scratch)
+                self.scratch, *self.mixing)
 
     def encode_frame(self, data: bytes) -> bytes:
         """Range-coded payload of one frame; the model advances over its bytes."""

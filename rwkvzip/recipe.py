@@ -13,6 +13,7 @@ from functools import lru_cache
 from importlib import resources
 
 from rwkvzip.gdn import GdnConfig, GdnModel
+from rwkvzip.mixing import MixConfig
 from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
@@ -67,6 +68,7 @@ class Recipe:
     lr_min: float = 0.0  # floor of the decayed learning rate
     seed: int = 0
     contract: int = NUMERIC_CONTRACT
+    mix: MixConfig | None = None  # context mixing (None: the network alone)
 
     def validate(self) -> None:
         if self.arch not in ARCHS:
@@ -98,6 +100,8 @@ class Recipe:
             raise RecipeError(f"model config does not belong to architecture {self.arch!r}")
         try:
             self.model.validate()
+            if self.mix is not None:
+                self.mix.validate()
         except ValueError as exc:
             raise RecipeError(str(exc)) from None
 
@@ -107,6 +111,10 @@ class Recipe:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["model"] = self.model.to_dict()
+        if self.mix is None:  # recipes from before mixing keep their exact encoding
+            del d["mix"]
+        else:
+            d["mix"] = self.mix.to_dict()
         return d
 
     def to_json(self) -> bytes:
@@ -118,6 +126,8 @@ class Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
         known = {f.name for f in fields(cls)}
+        if "mix" not in d:  # the one field a complete recipe may omit (no mixing)
+            d = {**d, "mix": None}
         if set(d) != known:  # a stored recipe is complete: no defaults fill gaps
             odd = sorted(set(d) ^ known)[0]
             raise RecipeError(f"recipe field {odd!r} is {'unknown' if odd in d else 'missing'}")
@@ -134,9 +144,10 @@ class Recipe:
             raise RecipeError(f"model field {odd!r} is {'unknown' if odd in model else 'missing'}")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in model.values()):
             raise RecipeError("model fields must be integers")
-        kwargs = {k: v for k, v in d.items() if k != "model"}
+        kwargs = {k: v for k, v in d.items() if k not in ("model", "mix")}
         _check_types(kwargs)
-        recipe = cls(**kwargs, model=cfg_cls(**model))
+        mix = None if d["mix"] is None else _mix_from_dict(d["mix"])
+        recipe = cls(**kwargs, model=cfg_cls(**model), mix=mix)
         recipe.validate()
         return recipe
 
@@ -152,6 +163,24 @@ class Recipe:
 _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
                 "eps": float, "bptt": int, "ckpt": int, "scope": str, "clip": float,
                 "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int}
+
+
+def _mix_from_dict(d: dict) -> MixConfig:
+    if not isinstance(d, dict):
+        raise RecipeError("recipe mix must be a JSON object or null")
+    known = {f.name for f in fields(MixConfig)}
+    if set(d) != known:
+        odd = sorted(set(d) ^ known)[0]
+        raise RecipeError(f"mix field {odd!r} is {'unknown' if odd in d else 'missing'}")
+    orders = d["orders"]
+    if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
+        raise RecipeError("mix orders must be a list of integers")
+    for name, value in d.items():
+        want = type(getattr(MixConfig, name))
+        if name != "orders" and not (type(value) is want or (want is float
+                                                             and type(value) is int)):
+            raise RecipeError(f"mix field {name!r} has the wrong type")
+    return MixConfig(**{**d, "orders": tuple(orders)})
 
 
 def _check_types(kwargs: dict) -> None:
@@ -210,10 +239,32 @@ def preset_id_of(recipe: Recipe) -> int | None:
     return None
 
 
+def parse_settings(text: str) -> dict:
+    """'arch=gdn,mlp=384,lr=0.001' -> {'arch': 'gdn', 'mlp': 384, 'lr': 0.001} (for scripts)."""
+    settings: dict = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise RecipeError(f"setting {item!r} is not of the form name=value")
+        settings[key] = _number_or_text(value)
+    return settings
+
+
+def _number_or_text(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def with_overrides(base: Recipe, **overrides) -> Recipe:
     """A recipe with some policy fields and model fields replaced (None means keep).
 
-    Changing the architecture starts from that architecture's default config."""
+    Changing the architecture starts from that architecture's default config. mix=True
+    turns context mixing on (default settings unless it is on already), mix=False off."""
+    mix = overrides.pop("mix", None)
     arch = overrides.get("arch") or base.arch
     if arch not in ARCHS:
         raise RecipeError(f"unknown architecture {arch!r}")
@@ -228,5 +279,7 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
     if "scope" in top_kw:
         top_kw["scope"] = canonical_scope(top_kw["scope"])
     recipe = replace(base, model=replace(model, **model_kw), **top_kw)
+    if mix is not None:
+        recipe = replace(recipe, mix=(base.mix or MixConfig()) if mix else None)
     recipe.validate()
     return recipe

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from rwkvzip.api import compress_stream, decompress_stream
-from rwkvzip.recipe import default_recipe, with_overrides
+from rwkvzip.recipe import default_recipe, parse_settings, with_overrides
 
 MODES = {
     "head-only": dict(bptt=0, lr=0.0005, decay=0),
@@ -47,10 +47,7 @@ def main() -> None:
     ap.add_argument("--set", default="", help="more recipe settings, e.g. arch=gdn,mlp=384")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    extra = {}
-    for item in filter(None, args.set.split(",")):
-        key, value = item.split("=", 1)
-        extra[key] = int(value) if value.lstrip("-").isdigit() else value
+    extra = parse_settings(args.set)
     rows = []
     print("| mode | file | bpb | compress KB/s | decompress KB/s |\n|---|---|---:|---:|---:|")
     for mode in args.modes.split(","):

@@ -91,12 +91,15 @@ def logit_gradient(symbol, tr, I, floor):
     """d(-ln p[symbol]) / d logits for the floored p that coded the byte, into T_GLOGITS.
 
     p = keep * softmax(z) + floor, so the gradient is s * (q - onehot) with
-    s = keep * q[symbol] / p[symbol] (s = 1 without a floor).
+    s = keep * q[symbol] / p[symbol] (s = 1 without a floor). symbol < 0: T_GLOGITS already
+    holds dL/dlogits, put there by the caller (the mixer's gradient, see stepper).
     """
     V = I[D_V]
+    g = gslice(tr, I, T_GLOGITS, V)
+    if symbol < 0:  # the caller has already put dL/dlogits there (the mixer's gradient)
+        return g
     q = gslice(tr, I, T_Q, V)
     p = gslice(tr, I, T_P, V)
-    g = gslice(tr, I, T_GLOGITS, V)
     keep = 1.0 - V * floor
     s = keep * q[symbol] / p[symbol]
     for j in range(V):

@@ -187,6 +187,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
 
     token      the byte the step read (its embedding row gets the input gradient)
     symbol     the byte the step's distribution coded (the loss is -ln p[symbol])
+               (-1: the trace's T_GLOGITS already holds dL/dlogits)
     W, G       flat float32 parameters and their gradient accumulator (same layout, G += ...)
     state_old  the recurrent state before forward_step; state_new the state after it
     tr         the trace forward_step left for this step (T_GLOGITS gets dL/dlogits)

@@ -10,6 +10,13 @@ Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
   MODE_TBPTT  truncated BPTT(T = F[F_BPTT]): forward T bytes with fixed weights, then
               backpropagate the segment's mean loss through time (state gradients carried),
               take one optimizer step and recompute the live state with the new weights
+  MODE_NONE   no network: the context models and mixer alone (needs mixing)
+
+With mixing (F[F_MIX] = 1) the coded distribution comes from mixer.predict, which takes the
+network's softmax as one input among the context models. The network then learns from its
+own loss plus the mixer's (end to end; measured better than either alone): mixer.learn
+gives the mixer loss's logit gradient of step j, kept in row j of the mixer's GM rows until
+the step's backward pass (a trace may be overwritten by a replay before then).
 
 TBPTT with T = 1 takes exactly the same first step as MODE_BPTT1 (same trace, same states,
 same gradient); they part afterwards only because TBPTT recomputes the live state with the
@@ -26,17 +33,20 @@ Arrays (allocated by codec.Predictor):
   rs, rt     (K + 1, state) states and (K, trace) traces of the current chunk
   gstate     dL/d(state) carried backwards through time
   scratch    work space of the backward pass
+  CT, HB, S, MX, ST   the mixer's tables, history, state, floats and stretch table
+                      (context.py, mixer.py; one-element dummies without mixing)
 """
 
 from __future__ import annotations
 
-from rwkvzip.kernels import gdn, gdn_backward, rwkv7, rwkv7_backward
-from rwkvzip.kernels.common import D_V, T_P, gslice
+from rwkvzip.kernels import context, gdn, gdn_backward, mixer, rwkv7, rwkv7_backward
+from rwkvzip.kernels.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.optim import (
     F_BPTT,
     F_CKPT,
     F_FLOOR,
+    F_MIX,
     F_MODE,
     F_SEEN,
     F_SEGPOS,
@@ -45,7 +55,7 @@ from rwkvzip.kernels.optim import (
 )
 
 ARCH_RWKV7, ARCH_GDN = 0, 1  # the models' arch_id
-MODE_HEAD, MODE_BPTT1, MODE_TBPTT = 0, 1, 2
+MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE = 0, 1, 2, 3
 
 
 @jit(inline="always")
@@ -67,11 +77,30 @@ def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch)
 
 
 @jit(inline="always")
-def publish(tr, I, P):
-    """Copy the coding distribution of the next byte out of a trace."""
-    p = gslice(tr, I, T_P, I[D_V])
-    for j in range(P.shape[0]):
-        P[j] = p[j]
+def publish(tr, I, P, F, CT, S, MX, ST):
+    """The coding distribution of the next byte, into P: the network's own (from a trace),
+    or the mixer's, which reads the network's softmax from the trace."""
+    if F[F_MIX] != 0.0:
+        mixer.predict(gslice(tr, I, T_Q, I[D_V]), CT, S, MX, ST, F[F_FLOOR], P)
+    else:
+        p = gslice(tr, I, T_P, I[D_V])
+        for j in range(P.shape[0]):
+            P[j] = p[j]
+
+
+@jit(inline="always")
+def loss_symbol(symbol, tr, I, F, S, MX, j):
+    """What the backward pass of step j differentiates: the network's own loss on `symbol`,
+    or with mixing that loss plus the mixer's (through the network's input to the mixer:
+    row j of the mixer's logit gradients), summed into the trace's T_GLOGITS (-1 says so)."""
+    if F[F_MIX] == 0.0:
+        return symbol
+    V = I[D_V]
+    g = logit_gradient(symbol, tr, I, F[F_FLOOR])
+    row = S[mixer.S_GM] + j * V
+    for i in range(V):
+        g[i] += MX[row + i]
+    return -1
 
 
 @jit(inline="always")
@@ -90,21 +119,23 @@ def live_step(arch, token, W, I, F, rs, rt, j):
 
 
 @jit
-def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt):
+def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt, CT, S, MX, ST):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
     toks[0] = 0
     copy(state, rs[0])
     if F[F_MODE] == MODE_TBPTT:
         copy(state, ckpt[0])
         k = live_step(arch, 0, W, I, F, rs, rt, 0)
-        publish(rt[k], I, P)
+        publish(rt[k], I, P, F, CT, S, MX, ST)
     else:
-        forward(arch, 0, W, state, tr, I, F)
-        publish(tr, I, P)
+        if F[F_MODE] != MODE_NONE:
+            forward(arch, 0, W, state, tr, I, F)
+        publish(tr, I, P, F, CT, S, MX, ST)
 
 
 @jit(inline="always")
-def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, scratch):
+def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, scratch, S,
+                 MX):
     """The segment toks[0..T] is complete: backpropagate through it, step, recompute."""
     T = int(F[F_BPTT])
     K = int(F[F_CKPT])
@@ -120,8 +151,9 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
                 live_step(arch, toks[j], W, I, F, rs, rt, j)
         for j in range(j1 - 1, j0 - 1, -1):
             k = j - j0
-            backward(arch, toks[j], toks[j + 1], W, G, rs[k], rs[k + 1], rt[k], gstate, I,
-                     F, scratch)
+            target = loss_symbol(toks[j + 1], rt[k], I, F, S, MX, j)
+            backward(arch, toks[j], target, W, G, rs[k], rs[k + 1], rt[k], gstate, I, F,
+                     scratch)
     apply_gradients(W, O, G, R, F, 1.0 / T)
     # recompute the live state over the segment with the new weights
     copy(ckpt[0], state)
@@ -131,23 +163,32 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
 
 @jit(inline="always")
 def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
-            scratch):
+            scratch, CT, HB, S, MX, ST):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
     mode = F[F_MODE]
-    if mode == MODE_HEAD:
-        learn_head(symbol, W, O, tr, I, F)
+    mixing = F[F_MIX] != 0.0
+    if mixing:  # the mixer learns first: its logit gradient is the network's loss
+        j = int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0
+        mixer.learn(symbol, CT, S, MX, MX[S[mixer.S_GM] + j * 256:S[mixer.S_GM] + (j + 1) * 256])
+        context.next_contexts(S, HB, symbol)
+        context.match_update(S, HB, CT)
+    if mode == MODE_NONE:
+        publish(tr, I, P, F, CT, S, MX, ST)
+    elif mode == MODE_HEAD:
+        learn_head(loss_symbol(symbol, tr, I, F, S, MX, 0), W, O, tr, I, F)
         forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, I, P)
+        publish(tr, I, P, F, CT, S, MX, ST)
     elif mode == MODE_BPTT1:
         # tr holds the forward that predicted `symbol`; rs[0] the state before it.
         for i in range(gstate.shape[0]):
             gstate[i] = 0.0
-        backward(arch, toks[0], symbol, W, G, rs[0], state, tr, gstate, I, F, scratch)
+        target = loss_symbol(symbol, tr, I, F, S, MX, 0)
+        backward(arch, toks[0], target, W, G, rs[0], state, tr, gstate, I, F, scratch)
         apply_gradients(W, O, G, R, F, 1.0)
         copy(state, rs[0])
         toks[0] = symbol
         forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, I, P)
+        publish(tr, I, P, F, CT, S, MX, ST)
     else:
         j = int(F[F_SEGPOS]) + 1  # steps of the segment now complete
         toks[j] = symbol
@@ -157,24 +198,24 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
                 copy(rs[K], rs[0])
                 copy(rs[0], ckpt[j // K])
             k = live_step(arch, symbol, W, I, F, rs, rt, j)
-            publish(rt[k], I, P)
+            publish(rt[k], I, P, F, CT, S, MX, ST)
             F[F_SEGPOS] = j
         else:
             tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate,
-                         scratch)
+                         scratch, S, MX)
             # a new segment starts with the byte just coded as its first input
             toks[0] = symbol
             copy(state, ckpt[0])
             copy(state, rs[0])
             k = live_step(arch, symbol, W, I, F, rs, rt, 0)
-            publish(rt[k], I, P)
+            publish(rt[k], I, P, F, CT, S, MX, ST)
             F[F_SEGPOS] = 0
     F[F_SEEN] += 1.0
 
 
 @jit
 def run(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
-        scratch):
+        scratch, CT, HB, S, MX, ST):
     """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution.
 
     The only entry point the codec calls per block (the decoder with one-byte blocks): every
@@ -186,4 +227,4 @@ def run(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, r
             for j in range(P.shape[0]):
                 probs[t, j] = P[j]
         advance(int(data[t]), arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
-                scratch)
+                scratch, CT, HB, S, MX, ST)

@@ -1,0 +1,271 @@
+"""Count-based context models: order-k and word contexts hashed into bounded tables, and a
+match model for long repeats. Every number here is an integer, so they are exact everywhere.
+
+The next byte is seen as 8 binary decisions down a tree (heap node 2**d + prefix at depth
+d). For every order, a context owns one table slot for the high nibble (15 tree nodes) and
+one slot per high-nibble value for the low nibble, so the distribution of all 256 bytes
+can be read (the mixer needs every node, the coder every byte). A slot is 16 uint32: a
+check word (0 = free) and 15 adaptive counters (22-bit probability, 10-bit count). A
+context whose slot holds another check is unknown: its nodes give no evidence.
+
+State lives in one int64 array S (slots below); the tables in one uint32 array CT (the
+orders' slots, then the match model's hash table of positions); the history ring in HB.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rwkvzip.kernels.jit import jit
+from rwkvzip.kernels.mathf import sigmoid64
+
+M32 = 0xFFFFFFFF
+SLOT = 16  # uint32 per table slot: check word + 15 nibble-tree counters
+P_BITS = 22  # counter probability bits (the low 10 bits count updates)
+P_HALF = 1 << (P_BITS - 1 + 10)  # a fresh counter: p = 1/2, count 0
+MATCH_MIN = 6  # bytes hashed to find a match candidate
+MATCH_MAX = 65535
+WORD_ORDER = 0  # an "order" of 0 in the recipe's list means the word context
+COUNT_LIMIT_MAX = 1023
+
+# S slots (int64): the models' state, then settings and array offsets (mixer.py adds its own)
+(S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
+ S_MATCH_BASE, S_MCOUNT_BASE) = range(13)
+S_ORDERS = 32  # S[S_ORDERS + o]: the order of model o (0 = word context)
+S_CTX = 48  # S[S_CTX + o]: hash of model o's current context
+S_SLOTS = 64  # S[S_SLOTS + 17 * o + j]: slot of nibble j (0: high, 1 + h: low) or -1
+MAX_MODELS = 16
+N_S = S_SLOTS + 17 * MAX_MODELS
+MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
+MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
+MAP_P_BITS = 6  # ... and per probability (its top bits)
+
+# reciprocal table for the counters' adaptive rate: DT[n] = 2**16 / (n + 1.5)
+DT = np.array([int(65536 / (n + 1.5)) for n in range(COUNT_LIMIT_MAX + 1)], dtype=np.int64)
+
+
+@jit
+def hash32(x):
+    """A fixed 32-bit mixing function (integer-only, so identical on every machine)."""
+    x = x & M32
+    x ^= x >> 16
+    x = (x * 0x45D9F3B) & M32
+    x ^= x >> 16
+    x = (x * 0x45D9F3B) & M32
+    x ^= x >> 16
+    return x
+
+
+@jit
+def slot_hash(ctx, j):
+    return hash32(ctx + (j + 1) * 0x9E3779B1)
+
+
+@jit
+def find_slot(CT, S, o, j):
+    """Slot index of nibble j of model o's context if that context owns it, else -1."""
+    h = slot_hash(S[S_CTX + o], j)
+    bits = S[S_BITS]
+    idx = (o << bits) + (h >> (32 - bits))
+    base = idx * SLOT
+    if np.int64(CT[base]) == (h & 0xFFFF) + 1:
+        return base
+    return -1
+
+
+@jit
+def claim_slot(CT, S, o, j):
+    """The slot for nibble j of model o's context, taken over (reset) if another held it."""
+    h = slot_hash(S[S_CTX + o], j)
+    bits = S[S_BITS]
+    base = ((o << bits) + (h >> (32 - bits))) * SLOT
+    check = (h & 0xFFFF) + 1
+    if np.int64(CT[base]) != check:
+        CT[base] = np.uint32(check)
+        for i in range(1, SLOT):
+            CT[base + i] = np.uint32(P_HALF)
+    return base
+
+
+@jit
+def update_counter(CT, i, bit, limit):
+    v = np.int64(CT[i])
+    n = v & 1023
+    p = v >> 10
+    p += (((bit << P_BITS) - p) * DT[n]) >> 16
+    if n < limit:
+        n += 1
+    CT[i] = np.uint32((p << 10) | n)
+
+
+@jit
+def counter_p12(CT, i):
+    """The counter's probability of a 1 as a 12-bit index (for the stretch table)."""
+    return np.int64(CT[i]) >> 20
+
+
+@jit
+def map_index(CT, i, o):
+    """Cell of model o's adaptive map for counter i: its update count and probability."""
+    v = np.int64(CT[i])
+    count = min(v & 1023, MAP_COUNTS - 1)
+    return ((o * MAP_COUNTS + count) << MAP_P_BITS) + (v >> (32 - MAP_P_BITS))
+
+
+@jit
+def node_inputs(CT, S, ST, SM, X, col):
+    """For every tree node: X[node, col + o] = stretch of model o's counter, and
+    X[node, col + K + o] = its adaptive map's value for that counter's count and probability
+    (which learns how far counters seen n times can be trusted). Unknown contexts give 0."""
+    K = S[S_K]
+    for o in range(K):
+        c = col + o
+        base = find_slot(CT, S, o, 0)
+        S[S_SLOTS + 17 * o] = base
+        for m in range(1, 16):
+            if base >= 0:
+                X[m, c] = ST[counter_p12(CT, base + m)]
+                X[m, c + K] = SM[map_index(CT, base + m, o)]
+            else:
+                X[m, c] = 0.0
+                X[m, c + K] = 0.0
+        for hi in range(16):
+            b = find_slot(CT, S, o, 1 + hi)
+            S[S_SLOTS + 17 * o + 1 + hi] = b
+            for e in range(4):
+                for r in range(1 << e):
+                    node = (1 << (4 + e)) + (hi << e) + r
+                    if b >= 0:
+                        i = b + (1 << e) + r
+                        X[node, c] = ST[counter_p12(CT, i)]
+                        X[node, c + K] = SM[map_index(CT, i, o)]
+                    else:
+                        X[node, c] = 0.0
+                        X[node, c + K] = 0.0
+
+
+@jit
+def update_models(CT, S, SM, symbol, map_rate):
+    """Learn the coded byte in every model's counters (claiming their slots) and maps."""
+    K = S[S_K]
+    limit = S[S_LIMIT]
+    hi = symbol >> 4
+    for o in range(K):
+        for half in range(2):
+            j = 0 if half == 0 else 1 + hi
+            known = S[S_SLOTS + 17 * o + j] >= 0
+            base = claim_slot(CT, S, o, j)
+            nib = hi if half == 0 else symbol & 15
+            m = 1
+            for k in range(3, -1, -1):
+                bit = (nib >> k) & 1
+                if known:
+                    cell = map_index(CT, base + m, o)
+                    SM[cell] += map_rate * (bit - sigmoid64(SM[cell]))
+                update_counter(CT, base + m, bit, limit)
+                m = 2 * m + bit
+
+
+@jit
+def is_word_byte(c):
+    return (97 <= c <= 122) or (65 <= c <= 90) or c >= 128
+
+
+@jit
+def next_contexts(S, HB, byte):
+    """Append the byte to the history and recompute every model's context hash."""
+    symbol = np.int64(byte)
+    hmask = (1 << S[S_HBITS]) - 1
+    pos = S[S_POS]
+    HB[pos & hmask] = np.uint8(symbol)
+    S[S_POS] = pos + 1
+    S[S_HIST] = ((S[S_HIST] << 8) | symbol) & 0xFFFFFFFFFFFFFF  # last 7 bytes
+    if is_word_byte(symbol):
+        c = symbol + 32 if 65 <= symbol <= 90 else symbol
+        S[S_WORD] = hash32((S[S_WORD] ^ c) * 0x2F0B3A49)
+    elif S[S_WORD] != 0:
+        S[S_WORD] = 0
+    for o in range(S[S_K]):
+        k = S[S_ORDERS + o]
+        if k == WORD_ORDER:
+            h = hash32(S[S_WORD] * 0x3C6EF372 + (S[S_HIST] & 0xFF) + 0x1000000)
+        else:
+            h = k
+            for i in range(k):
+                h = hash32(h * 0x01000193 + ((S[S_HIST] >> (8 * i)) & 0xFF) + 1)
+        S[S_CTX + o] = h
+
+
+@jit
+def match_update(S, HB, CT):
+    """After next_contexts: extend or drop the current match, then look for a new one."""
+    hmask = (1 << S[S_HBITS]) - 1
+    pos = S[S_POS]
+    symbol = np.int64(HB[(pos - 1) & hmask])
+    length = S[S_LEN]
+    if length > 0:
+        if S[S_EXPECT] == symbol:
+            S[S_PTR] += 1
+            if length < MATCH_MAX:
+                S[S_LEN] = length + 1
+        else:
+            S[S_LEN] = 0
+    if pos >= MATCH_MIN:
+        h = hash32(S[S_HIST] & 0xFFFFFFFFFFFF) ^ hash32((S[S_HIST] >> 32) & 0xFFFF)
+        idx = S[S_MATCH_BASE] + (h >> (32 - S[S_MBITS]))
+        if S[S_LEN] == 0:
+            cand = np.int64(CT[idx])
+            if cand > 0 and pos - cand < hmask:
+                n = 0
+                while (n < 32 and n < cand
+                       and HB[(cand - 1 - n) & hmask] == HB[(pos - 1 - n) & hmask]):
+                    n += 1
+                if n >= MATCH_MIN:
+                    S[S_LEN] = n
+                    S[S_PTR] = cand
+        CT[idx] = np.uint32(pos)
+    S[S_EXPECT] = np.int64(HB[S[S_PTR] & hmask]) if S[S_LEN] > 0 else -1
+
+
+@jit
+def match_bucket(length):
+    return length if length < 16 else min(16 + ((length - 16) >> 3), MATCH_BUCKETS - 1)
+
+
+@jit
+def match_inputs(CT, S, ST, X, col):
+    """X[node, col]: the match model's evidence, +-stretch(p(expected bit is right)) on the
+    path of the byte that followed the earlier occurrence, 0 elsewhere."""
+    for n in range(X.shape[0]):
+        X[n, col] = 0.0
+    e = S[S_EXPECT]
+    if e < 0:
+        return
+    st = ST[counter_p12(CT, S[S_MCOUNT_BASE] + match_bucket(S[S_LEN]))]
+    node = 1
+    for d in range(8):
+        bit = (e >> (7 - d)) & 1
+        X[node, col] = st if bit else -st
+        node = 2 * node + bit
+
+
+@jit
+def match_learn(CT, S, symbol):
+    """Teach the length bucket's counter whether the expected byte's bits came true."""
+    e = S[S_EXPECT]
+    if e < 0:
+        return
+    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN])
+    for d in range(8):
+        ok = ((e >> (7 - d)) & 1) == ((symbol >> (7 - d)) & 1)
+        update_counter(CT, i, 1 if ok else 0, COUNT_LIMIT_MAX)
+        if not ok:
+            return
+
+
+@jit
+def next_contexts_start(S):
+    """Context hashes before the first byte (an empty history)."""
+    for o in range(S[S_K]):
+        k = S[S_ORDERS + o]
+        S[S_CTX + o] = hash32(k * 0x01000193 + 0x5BD1E995)

@@ -1,0 +1,224 @@
+"""The mixer: combines the context models, the match model and the network at every node of
+the byte's binary tree, refines the result with two APM/SSE stages, and turns the 255 node
+probabilities into the distribution of the 256 bytes that the coder uses.
+
+Mixing is logistic (a weighted sum of stretched probabilities, squashed). Inputs (columns
+of X) at each node: each context model's counter (K columns), the same counters through
+adaptive maps (K), the match model, a bias and, optionally, the network. The weight vector
+is chosen by the node, the match state and how many models know their context, and learns
+online by gradient steps on the coded bits' log loss. The network's input at a node is
+ln(Q1 / Q0), the log-odds of its softmax mass under the node's two children; the mixer
+loss's gradient with respect to it is carried back to the network's logits (`learn`).
+
+Floats live in one float32 array MX (offsets in S, see `layout`); the arithmetic is
+float32/float64 in a fixed order, so it obeys the determinism contract.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rwkvzip.kernels import context as cx
+from rwkvzip.kernels.context import (
+    S_EXPECT,
+    S_HIST,
+    S_K,
+    S_LEN,
+    S_SLOTS,
+    match_inputs,
+    match_learn,
+    node_inputs,
+    update_models,
+)
+from rwkvzip.kernels.jit import jit
+from rwkvzip.kernels.mathf import log64, sigmoid64
+
+# S slots of the mixer (after context.py's, before its per-model arrays)
+(S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM) = range(16, 27)
+# MX slots of float settings
+MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE = range(6)
+N_MX_HEAD = 8
+
+APM_CELLS = 33  # interpolation points over stretch(p) in [-8, 8]
+MAX_LOGIT = 30.0
+NET_CLAMP = 16.0
+P_MIN = 1.0 / 65536.0
+W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
+W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
+W_INIT_NET = 0.3  # ... of the network
+
+
+def layout(n_models: int, net: bool, bptt: int) -> tuple[dict, int]:
+    """Offsets into MX of every float array, and its size."""
+    nin = 2 * n_models + 2 + int(net)  # counters, their maps, match, bias, network
+    sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
+             ("w", 3 * (n_models + 1) * 256 * nin),
+             ("a1", 256 * APM_CELLS), ("a2", 65536 * APM_CELLS),
+             ("x", 256 * nin), ("dot", 256), ("pm", 256), ("sum", 512),
+             ("gm", max(bptt, 1) * 256)]
+    offsets, at = {"nin": nin}, N_MX_HEAD
+    for name, n in sizes:
+        offsets[name] = at
+        at += n
+    return offsets, at
+
+
+@jit
+def init_tables(S, MX):
+    """Initial mixer weights, adaptive maps and APM tables (all identity maps)."""
+    nin = S[S_NIN]
+    K = S[S_K]
+    w = MX[S[S_W]:S[S_W] + 3 * (K + 1) * 256 * nin]
+    for i in range(3 * (K + 1) * 256):
+        for c in range(2 * K):
+            w[i * nin + c] = W_INIT_CTX
+        w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * 256 else W_INIT_MATCH[0]
+        w[i * nin + 2 * K + 1] = 0.0  # bias
+        if nin > 2 * K + 2:
+            w[i * nin + 2 * K + 2] = W_INIT_NET
+    sm = MX[S[S_SM]:]
+    cells = 1 << cx.MAP_P_BITS
+    for cell in range(K * cx.MAP_COUNTS * cells):
+        p = ((cell & (cells - 1)) + 0.5) / cells  # the centre of the cell's probabilities
+        sm[cell] = log64(p) - log64(1.0 - p)
+    for base, n in ((S[S_A1], 256), (S[S_A2], 65536)):
+        for i in range(n):
+            for j in range(APM_CELLS):
+                MX[base + i * APM_CELLS + j] = sigmoid64((j - 16) * 0.5)
+
+
+@jit
+def weight_set(S, node):
+    """Weights are chosen by tree node, match state and how many models know the context."""
+    length = S[S_LEN]
+    state = 0 if S[S_EXPECT] < 0 else (1 if length < 16 else 2)
+    K = S[S_K]
+    j = 0  # which nibble slot the node reads: 0 (high nibble) or 1 + high nibble
+    if node >= 16:
+        d = 4
+        while node >= (2 << d):
+            d += 1
+        j = 1 + ((node >> (d - 4)) & 15)
+    known = 0
+    for o in range(K):
+        known += S[S_SLOTS + 17 * o + j] >= 0
+    return (state * (K + 1) + known) * 256 + node
+
+
+@jit
+def apm_point(dot):
+    u = (min(max(dot, -7.999), 7.999) + 8.0) * 2.0
+    j = int(np.floor(u))
+    return j, u - j
+
+
+@jit
+def apm_rows(S, node):
+    c1 = S[S_HIST] & 0xFF
+    return S[S_A1] + node * APM_CELLS, S[S_A2] + ((c1 << 8) | node) * APM_CELLS
+
+
+@jit
+def net_inputs(q, S, MX, X, col):
+    """X[node, col] = ln(Q1 / Q0) from the network's softmax q; subtree sums kept in MX."""
+    T = MX[S[S_SUM]:S[S_SUM] + 512]
+    for s in range(256):
+        T[256 + s] = q[s]
+    for n in range(255, 0, -1):
+        T[n] = T[2 * n] + T[2 * n + 1]
+    for n in range(1, 256):
+        v = log64(max(T[2 * n + 1], 1e-30)) - log64(max(T[2 * n], 1e-30))
+        X[n, col] = min(max(v, -NET_CLAMP), NET_CLAMP)
+
+
+@jit
+def predict(q, CT, S, MX, ST, floor, P):
+    """Mix every tree node and write the coded distribution of the next byte into P."""
+    nin = S[S_NIN]
+    K = S[S_K]
+    X = MX[S[S_X]:S[S_X] + 256 * nin].reshape((256, nin))
+    node_inputs(CT, S, ST, MX[S[S_SM]:], X, 0)
+    match_inputs(CT, S, ST, X, 2 * K)
+    for n in range(256):
+        X[n, 2 * K + 1] = 0.5
+    if S[S_NET]:
+        net_inputs(q, S, MX, X, 2 * K + 2)
+    dot = MX[S[S_DOT]:S[S_DOT] + 256]
+    pm = MX[S[S_PM]:S[S_PM] + 256]
+    pr = np.empty(512, dtype=np.float64)
+    pr[1] = 1.0
+    for n in range(1, 256):
+        w = MX[S[S_W] + weight_set(S, n) * nin:S[S_W] + (weight_set(S, n) + 1) * nin]
+        z = 0.0
+        for c in range(nin):
+            z += w[c] * X[n, c]
+        z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
+        dot[n] = z
+        p = sigmoid64(z)
+        pm[n] = p
+        j, f = apm_point(z)
+        r1, r2 = apm_rows(S, n)
+        a1 = MX[r1 + j] * (1.0 - f) + MX[r1 + j + 1] * f
+        a2 = MX[r2 + j] * (1.0 - f) + MX[r2 + j + 1] * f
+        pf = 0.5 * p + 0.25 * a1 + 0.25 * a2
+        pf = min(max(pf, P_MIN), 1.0 - P_MIN)
+        pr[2 * n + 1] = pr[n] * pf
+        pr[2 * n] = pr[n] * (1.0 - pf)
+    keep = 1.0 - 256 * floor
+    for s in range(256):
+        P[s] = keep * pr[256 + s] + floor
+
+
+@jit
+def learn(byte, CT, S, MX, gz):
+    """Learn the coded byte: mixer weights, APMs, match and context counters. With the
+    network mixed in, gz gets d(mixer loss)/d(network logits)."""
+    symbol = np.int64(byte)
+    nin = S[S_NIN]
+    K = S[S_K]
+    X = MX[S[S_X]:S[S_X] + 256 * nin].reshape((256, nin))
+    dot = MX[S[S_DOT]:S[S_DOT] + 256]
+    pm = MX[S[S_PM]:S[S_PM] + 256]
+    seen = MX[MX_SEEN]
+    lr = max(MX[MX_LR] / np.sqrt(1.0 + seen / MX[MX_LR_DECAY]), MX[MX_LR_MIN])
+    rate = MX[MX_APM_RATE]
+    net = S[S_NET] != 0
+    if net:
+        for s in range(256):
+            gz[s] = 0.0
+        T = MX[S[S_SUM]:S[S_SUM] + 512]
+    node = 1
+    for d in range(8):
+        bit = (symbol >> (7 - d)) & 1
+        ws = S[S_W] + weight_set(S, node) * nin
+        err = bit - pm[node]
+        if net:
+            delta = -err * MX[ws + 2 * K + 2]  # d(-ln p_mix(bit)) / d(network input)
+            lo = (2 * node) << (7 - d)
+            width = 1 << (7 - d)
+            inv0 = 1.0 / max(T[2 * node], 1e-30)
+            inv1 = 1.0 / max(T[2 * node + 1], 1e-30)
+            for s in range(width):
+                gz[lo - 256 + s] -= delta * T[lo + s] * inv0
+                gz[lo - 256 + width + s] += delta * T[lo + width + s] * inv1
+        for c in range(nin):
+            MX[ws + c] += lr * err * X[node, c]
+        j, f = apm_point(dot[node])
+        r1, r2 = apm_rows(S, node)
+        for r in (r1, r2):
+            MX[r + j] += rate * (1.0 - f) * (bit - MX[r + j])
+            MX[r + j + 1] += rate * f * (bit - MX[r + j + 1])
+        node = 2 * node + bit
+    match_learn(CT, S, symbol)
+    update_models(CT, S, MX[S[S_SM]:], symbol, MX[MX_MAP_RATE])
+    MX[MX_SEEN] = seen + 1.0
+
+
+@jit
+def stretch_table(n):
+    """ST[i] = ln(p / (1 - p)) at the centre of bin i of n, p in (0, 1)."""
+    ST = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        p = (i + 0.5) / n
+        ST[i] = log64(p) - log64(1.0 - p)
+    return ST

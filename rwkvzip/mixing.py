@@ -1,0 +1,101 @@
+"""Context mixing settings (part of the recipe) and the arrays the mixing kernels work on."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from rwkvzip.kernels import context as cx
+from rwkvzip.kernels import mixer as mx
+
+
+@dataclass(frozen=True)
+class MixConfig:
+    """Which context models feed the mixer and how big their tables are.
+
+    orders: context lengths in bytes (0 = the current word, for text); table_bits: each
+    model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes of
+    history (and as many hash entries) for the match model; network: whether the neural
+    network is one of the mixer's inputs (False: context models alone).
+    """
+
+    orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
+    table_bits: int = 18
+    match_bits: int = 22
+    count_limit: int = 30
+    lr: float = 0.005
+    lr_min: float = 0.001
+    lr_decay: float = 65536.0
+    apm_rate: float = 0.02
+    map_rate: float = 0.005
+    network: bool = True
+
+    def validate(self) -> None:
+        if not 1 <= len(self.orders) <= cx.MAX_MODELS:
+            raise ValueError(f"mixing needs 1 to {cx.MAX_MODELS} context orders")
+        if any(not 0 <= k <= 7 for k in self.orders) or len(set(self.orders)) != len(self.orders):
+            raise ValueError("context orders must be distinct, in 0..7 (0: word context)")
+        if not 10 <= self.table_bits <= 24:
+            raise ValueError("table_bits must be in 10..24")
+        if not 12 <= self.match_bits <= 28:
+            raise ValueError("match_bits must be in 12..28")
+        if not 1 <= self.count_limit <= cx.COUNT_LIMIT_MAX:
+            raise ValueError(f"count_limit must be in 1..{cx.COUNT_LIMIT_MAX}")
+        if not (0.0 < self.lr <= 1.0 and 0.0 <= self.lr_min <= 1.0 and self.lr_decay > 0.0
+                and 0.0 < self.apm_rate <= 1.0 and 0.0 < self.map_rate <= 1.0):
+            raise ValueError("mixer rates must be in (0, 1]")
+
+    def memory_bytes(self) -> int:
+        return (len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["orders"] = list(self.orders)
+        return d
+
+
+class MixArrays:
+    """The context models', match model's and mixer's state for one stream."""
+
+    def __init__(self, cfg: MixConfig, bptt: int):
+        K = len(cfg.orders)
+        S = np.zeros(cx.N_S, dtype=np.int64)
+        S[cx.S_K] = K
+        S[cx.S_BITS] = cfg.table_bits
+        S[cx.S_LIMIT] = cfg.count_limit
+        S[cx.S_HBITS] = cfg.match_bits
+        S[cx.S_MBITS] = cfg.match_bits
+        S[cx.S_MATCH_BASE] = K * cx.SLOT << cfg.table_bits
+        S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
+        S[cx.S_EXPECT] = -1
+        S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
+        self.CT = np.zeros(S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS, dtype=np.uint32)
+        self.CT[S[cx.S_MCOUNT_BASE]:] = cx.P_HALF
+        self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
+        offsets, size = mx.layout(K, cfg.network, bptt)
+        S[mx.S_NIN] = offsets["nin"]
+        S[mx.S_NET] = int(cfg.network)
+        for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
+                           (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
+                           (mx.S_GM, "gm"), (mx.S_SM, "sm")):
+            S[slot] = offsets[name]
+        MX = np.zeros(size, dtype=np.float32)
+        MX[mx.MX_LR] = cfg.lr
+        MX[mx.MX_LR_MIN] = cfg.lr_min
+        MX[mx.MX_LR_DECAY] = cfg.lr_decay
+        MX[mx.MX_APM_RATE] = cfg.apm_rate
+        MX[mx.MX_MAP_RATE] = cfg.map_rate
+        self.S, self.MX = S, MX
+        mx.init_tables(S, MX)
+        cx.next_contexts_start(S)
+        self.ST = stretch_table()
+
+
+_STRETCH: list[np.ndarray] = []
+
+
+def stretch_table() -> np.ndarray:
+    if not _STRETCH:
+        _STRETCH.append(mx.stretch_table(4096))
+    return _STRETCH[0]

@@ -1,0 +1,92 @@
+"""Pure network vs context models alone vs both mixed, on the same files.
+
+    python scripts/compare_mixing.py --part neural|cm|mixed [--preset mix-v1] --json OUT FILE...
+    python scripts/compare_mixing.py --table A.json B.json C.json
+
+Each part runs in its own process so its peak RSS is its own. Speeds are KB per second of
+this process's CPU time (so other jobs on the machine do not distort them); every
+roundtrip is verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import resource
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rwkvzip.api import compress_stream, decompress_stream
+from rwkvzip.recipe import preset_by_name
+
+
+def part_recipe(preset: str, part: str):
+    recipe = preset_by_name(preset).recipe
+    if part == "neural":
+        return replace(recipe, mix=None)
+    if part == "cm":
+        return replace(recipe, mix=replace(recipe.mix, network=False))
+    return recipe
+
+
+def measure(path: Path, recipe) -> dict:
+    data = path.read_bytes()
+    packed, out = io.BytesIO(), io.BytesIO()
+    t0 = time.process_time()
+    compress_stream(io.BytesIO(data), packed, recipe)
+    t1 = time.process_time()
+    decompress_stream(io.BytesIO(packed.getvalue()), out)
+    t2 = time.process_time()
+    assert out.getvalue() == data, f"roundtrip failed for {path}"
+    return {"file": path.name, "bytes": len(data), "compressed": len(packed.getvalue()),
+            "bpb": 8 * len(packed.getvalue()) / len(data),
+            "compress_kBps": len(data) / 1e3 / (t1 - t0),
+            "decompress_kBps": len(data) / 1e3 / (t2 - t1)}
+
+
+def table(paths: list[Path]) -> None:
+    parts = {}
+    for p in paths:
+        d = json.loads(p.read_text())
+        parts[d["part"]] = d
+    names = [r["file"] for r in next(iter(parts.values()))["rows"]]
+    order = [p for p in ("neural", "cm", "mixed") if p in parts]
+    print("| file | " + " | ".join(f"{p} bpb | {p} KB/s (c/d)" for p in order) + " |")
+    print("|---|" + "---:|---:|" * len(order))
+    for i, name in enumerate(names):
+        cells = []
+        for p in order:
+            r = parts[p]["rows"][i]
+            cells.append(f"{r['bpb']:.3f} | {r['compress_kBps']:.1f} / {r['decompress_kBps']:.1f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("\npeak RSS (MiB): " + ", ".join(f"{p} {parts[p]['max_rss_mib']:.0f}" for p in order))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--part", choices=["neural", "cm", "mixed"])
+    ap.add_argument("--preset", default="mix-v1")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--table", action="store_true", help="print the table of JSON files")
+    args = ap.parse_args()
+    if args.table:
+        table(args.files)
+        return
+    recipe = part_recipe(args.preset, args.part)
+    rows = []
+    for path in args.files:
+        r = measure(path, recipe)
+        rows.append(r)
+        print(f"{args.part} {r['file']}: {r['bpb']:.3f} bpb, {r['compress_kBps']:.1f} / "
+              f"{r['decompress_kBps']:.1f} KB/s", flush=True)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if args.json:
+        args.json.write_text(json.dumps({"part": args.part, "preset": args.preset,
+                                         "max_rss_mib": rss, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

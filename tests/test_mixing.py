@@ -1,0 +1,171 @@
+"""Context mixing: roundtrips in every training mode, bounded memory, the models' evidence,
+the exact gradient the mixer hands to the network, and the recipe/header plumbing."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rwkvzip import api
+from rwkvzip.codec import Predictor
+from rwkvzip.gdn import GdnConfig
+from rwkvzip.kernels import common, context, mixer, stepper
+from rwkvzip.mixing import MixArrays, MixConfig
+from rwkvzip.recipe import PROB_FLOOR, Recipe, RecipeError, with_overrides
+
+from conftest import TINY_CONFIG
+
+SMALL_MIX = MixConfig(table_bits=12, match_bits=14)
+TEXT = (b"The mixer learns which context to trust. " * 3
+        + b"Context models count what followed each context; the network generalises. " * 4
+        + bytes(range(40, 120)) + b"The mixer learns which context to trust. " * 2)
+
+
+def mixed(bptt=8, arch="rwkv7", network=True, **kw):
+    model = TINY_CONFIG if arch == "rwkv7" else GdnConfig(hidden=32, layers=1, key_heads=1,
+                                                          value_heads=2, key_dim=16,
+                                                          value_dim=16, mlp=64)
+    return Recipe(arch=arch, model=model, bptt=bptt, ckpt=4, lr=0.002,
+                  mix=replace(SMALL_MIX, network=network), **kw)
+
+
+@pytest.mark.parametrize("bptt", [0, 1, 8], ids=["head", "bptt1", "tbptt8-ckpt4"])
+@pytest.mark.parametrize("arch", ["rwkv7", "gdn"])
+def test_roundtrip_every_training_mode(arch, bptt):
+    recipe = mixed(bptt, arch)
+    blob = api.compress(TEXT, recipe)
+    assert api.decompress(blob) == TEXT
+    assert api.compress(TEXT, recipe) == blob  # deterministic
+
+
+def test_context_models_alone_roundtrip_and_beat_the_tiny_network():
+    cm = api.compress(TEXT * 4, mixed(network=False))
+    assert api.decompress(cm) == TEXT * 4
+    neural = api.compress(TEXT * 4, replace(mixed(), mix=None))
+    assert len(cm) < 0.6 * len(neural)
+
+
+def test_stored_frames_are_learned_by_the_mixer_too():
+    rng = np.random.default_rng(1)
+    data = rng.integers(0, 256, 70_000, dtype=np.uint8).tobytes() + TEXT * 20
+    assert api.decompress(api.compress(data, mixed(1))) == data
+
+
+def test_match_model_codes_a_long_repeat_almost_for_free():
+    block = np.random.default_rng(2).integers(0, 256, 4000, dtype=np.uint8)
+    data = np.concatenate([block, block])
+    p = Predictor(mixed(network=False))
+    probs = np.empty((len(data), 256), dtype=np.float32)
+    stepper.run(data, probs, True, p.arch, *p._arrays())
+    bits = -np.log2(probs[np.arange(len(data)), data].astype(np.float64))
+    assert bits[:4000].mean() > 7.5  # random bytes: nothing to predict
+    assert bits[4000:].mean() < 0.5  # the repeat: the match model predicts it
+
+
+def test_memory_is_fixed_by_the_recipe_not_the_input():
+    cfg = MixConfig(table_bits=12, match_bits=14)
+    arrays = MixArrays(cfg, 1)
+    size = arrays.CT.nbytes + arrays.HB.nbytes
+    p = Predictor(Recipe(model=TINY_CONFIG, mix=cfg))
+    p.encode_frame(np.random.default_rng(3).integers(0, 256, 60_000, np.uint8).tobytes())
+    assert p.mixing[0].nbytes + p.mixing[1].nbytes == size
+    assert size <= cfg.memory_bytes() + 4096
+
+
+def test_unknown_context_gives_no_evidence_and_a_seen_one_does():
+    arrays = MixArrays(MixConfig(table_bits=12, match_bits=14, network=False), 1)
+    S, CT, MX = arrays.S, arrays.CT, arrays.MX
+    K = int(S[context.S_K])
+    X = np.zeros((256, 2 * K), dtype=np.float32)
+    sm = MX[S[mixer.S_SM]:]
+    context.node_inputs(CT, S, arrays.ST, sm, X, 0)
+    assert not X.any()
+    for byte in b"abcabcabcab":
+        mixer.learn(byte, CT, S, MX, np.zeros(256, np.float32))
+        context.next_contexts(S, arrays.HB, byte)
+        context.match_update(S, arrays.HB, CT)
+    context.node_inputs(CT, S, arrays.ST, sm, X, 0)
+    node, c = 1, ord("c")  # after "...ab" every model that knows the context predicts 'c'
+    for d in range(8):
+        bit = (c >> (7 - d)) & 1
+        assert (X[node, :K] * (1 if bit else -1) > 0).sum() >= 3
+        node = 2 * node + bit
+
+
+def _mixer_loss_and_gradient(z, symbol):
+    """The mixer's loss -sum ln p_mix(bit) on the symbol's path, given network logits z."""
+    arrays = MixArrays(replace(SMALL_MIX, network=True), 1)
+    for byte in b"some history so the models know things, some history":
+        mixer.learn(byte, arrays.CT, arrays.S, arrays.MX, np.zeros(256, np.float32))
+        context.next_contexts(arrays.S, arrays.HB, byte)
+        context.match_update(arrays.S, arrays.HB, arrays.CT)
+    q = np.exp(z - z.max())
+    q = (q / q.sum()).astype(np.float32)
+    P = np.zeros(256, dtype=np.float32)
+    mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 2.0**-20, P)
+    pm = arrays.MX[arrays.S[mixer.S_PM]:arrays.S[mixer.S_PM] + 256].astype(np.float64)
+    loss, node = 0.0, 1
+    for d in range(8):
+        bit = (symbol >> (7 - d)) & 1
+        loss -= np.log(pm[node] if bit else 1.0 - pm[node])
+        node = 2 * node + bit
+    gz = np.zeros(256, dtype=np.float32)
+    mixer.learn(symbol, arrays.CT, arrays.S, arrays.MX, gz)
+    return loss, gz.astype(np.float64)
+
+
+def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss():
+    rng = np.random.default_rng(4)
+    z = rng.normal(0.0, 1.5, 256)
+    symbol = ord("h")
+    _, gz = _mixer_loss_and_gradient(z, symbol)
+    assert abs(gz.sum()) < 1e-5  # a softmax shift changes nothing
+    checked = 0
+    for s in [symbol, ord("s"), ord(" "), int(np.argmax(np.abs(gz)))] + list(rng.choice(256, 3)):
+        eps = 1e-2
+        zp, zm = z.copy(), z.copy()
+        zp[s] += eps
+        zm[s] -= eps
+        fd = (_mixer_loss_and_gradient(zp, symbol)[0] - _mixer_loss_and_gradient(zm, symbol)[0])
+        fd /= 2 * eps
+        assert abs(fd - gz[s]) <= 2e-3 + 0.02 * abs(gz[s]), (s, fd, gz[s])
+        checked += abs(gz[s]) > 1e-3
+    assert checked >= 3
+
+
+def test_network_learns_from_its_loss_plus_the_mixers():
+    """With mixing, the logit gradient of the network's step is its own loss's plus the
+    mixer's (the row mixer.learn left in GM)."""
+    p = Predictor(mixed(1))
+    p.encode_frame(TEXT[:200])
+    V = 256
+    q = common.gslice(p.trace, p.index, common.T_Q, V).astype(np.float64)
+    pr = common.gslice(p.trace, p.index, common.T_P, V).astype(np.float64)
+    y = TEXT[200]
+    keep = 1.0 - V * PROB_FLOOR
+    own = keep * q[y] / pr[y] * q
+    own[y] -= keep * q[y] / pr[y]
+    stepper.run(np.frombuffer(TEXT[200:201], np.uint8).copy(), p._no_rows, False, p.arch,
+                *p._arrays())
+    S, MX = p.mixing[2], p.mixing[3]
+    from_mixer = MX[S[mixer.S_GM]:S[mixer.S_GM] + V].astype(np.float64)
+    used = common.gslice(p.trace, p.index, common.T_GLOGITS, V).astype(np.float64)
+    assert np.abs(from_mixer).max() > 1e-3
+    np.testing.assert_allclose(used, own + from_mixer, rtol=1e-4, atol=1e-6)
+
+
+def test_recipe_json_and_overrides():
+    recipe = mixed()
+    assert Recipe.from_json(recipe.to_json()) == recipe
+    plain = replace(recipe, mix=None)
+    assert b"mix" not in plain.to_json()  # recipes without mixing keep their old encoding
+    assert with_overrides(plain, mix=True).mix == MixConfig()
+    assert with_overrides(recipe, mix=True).mix == recipe.mix
+    assert with_overrides(recipe, mix=False).mix is None
+    bad = recipe.to_dict()
+    bad["mix"]["orders"] = [1, 1]
+    with pytest.raises(RecipeError):
+        Recipe.from_dict(bad)
+    bad["mix"] = {"orders": [1]}
+    with pytest.raises(RecipeError, match="missing"):
+        Recipe.from_dict(bad)
