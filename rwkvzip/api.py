@@ -44,13 +44,12 @@ def model_bytes(recipe: Recipe) -> int:
     return 4 * (4 * n + ns * (chunks + k + 4) + nt * (k + 2))
 
 
-def _predictor(recipe: Recipe) -> Predictor:
-    """The model for a recipe, refused before any allocation if it would be too large."""
+def check_model_size(recipe: Recipe) -> None:
+    """Refuse (RecipeError) a recipe whose model would need more than MAX_MODEL_BYTES."""
     need = model_bytes(recipe)
     if need > MAX_MODEL_BYTES:
         raise RecipeError(f"the model would need {need >> 20} MiB of memory "
                           f"(limit {MAX_MODEL_BYTES >> 20} MiB)")
-    return Predictor(recipe)
 
 
 def _choose_recipe(recipe: Recipe | None, level: int | None) -> Recipe:
@@ -74,7 +73,8 @@ class Compressor:
     def __init__(self, level: int | None = None, *, recipe: Recipe | None = None,
                  progress: Progress | None = None):
         self.recipe = _choose_recipe(recipe, level)
-        self._predictor = _predictor(self.recipe)
+        check_model_size(self.recipe)
+        self._predictor = Predictor(self.recipe)
         self._progress = progress
         self._pending = bytearray()
         self._finished = False
@@ -125,7 +125,10 @@ class Decompressor:
     bytes when max_length >= 0; the rest waits for the next call). `eof` becomes True at the
     end of the member; bytes after it are in `unused_data` (another member may start there).
     `needs_input` is False while decoded data is waiting to be returned. Errors are
-    FormatError. Buffering never exceeds one frame plus what the caller hands in.
+    FormatError. Buffering never exceeds one frame plus what the caller hands in. The
+    header's recipe is checked (known preset, architecture and numeric contract, a model
+    that fits in memory) before anything else is read; the model itself is built when the
+    first frame has fully arrived.
     """
 
     def __init__(self, *, progress: Progress | None = None, first: bool = True):
@@ -147,7 +150,7 @@ class Decompressor:
 
     def truncated(self) -> FormatError:
         """The error for input that ends here, before the end of the member."""
-        if self._predictor is None:
+        if self.recipe is None:
             where = "header"
         elif self._head is None:
             where = f"frame {self.stats.frames} or trailer"
@@ -182,15 +185,15 @@ class Decompressor:
         if self._ended or (self._head is None and not self._buf):
             return False
         try:
-            if self._predictor is None:
+            if self.recipe is None:
                 recipe = self._parse(container.MAX_HEADER,
                                      lambda f: container.read_header(f, first=self._first))
-                self.recipe = recipe
-                self.stats.members = 1
                 try:
-                    self._predictor = _predictor(recipe)
+                    check_model_size(recipe)
                 except RecipeError as exc:
                     raise FormatError(f"cannot decode this file: {exc}") from None
+                self.recipe = recipe
+                self.stats.members = 1
             elif self._head is None:
                 index, total = self.stats.frames, self.stats.raw_bytes
                 self._head = self._parse(
@@ -207,6 +210,8 @@ class Decompressor:
 
     def _decode_frame(self, payload: bytes) -> None:
         head = self._head
+        if self._predictor is None:
+            self._predictor = Predictor(self.recipe)
         frame = container.Frame(head.index, head.raw_len, head.crc, payload, head.stored)
         if frame.stored:
             raw = frame.payload
