@@ -2,6 +2,7 @@
 
 import io
 import random
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,12 @@ def test_reading_a_corrupt_or_truncated_file_raises_format_error(tmp_path, tiny_
     path.write_bytes(blob[:-3])
     with rwkvzip.open(path) as f, pytest.raises(FormatError, match="truncated"):
         f.read()
+
+
+def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Python API", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == "written through the model\n\n"
