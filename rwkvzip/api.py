@@ -55,6 +55,8 @@ def check_model_size(recipe: Recipe) -> None:
 def _choose_recipe(recipe: Recipe | None, level: int | None) -> Recipe:
     if recipe is not None and not isinstance(recipe, Recipe):
         raise TypeError("recipe must be a Recipe (give a compression level as level=N)")
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
+        raise TypeError("level must be an int 1 ... 9 (give a recipe as recipe=...)")
     if recipe is not None and level is not None:
         raise ValueError("give either a recipe or a level, not both")
     if level is not None:

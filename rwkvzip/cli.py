@@ -214,10 +214,14 @@ def _command_for(argv: list[str]) -> click.Command:
     return short_form
 
 
+# Signals that unwind like Ctrl-C, so partial outputs are removed (no SIGHUP on Windows).
+STOP_SIGNALS = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None))
+                if s is not None]
+
+
 def _terminate(signum, frame):
-    """SIGINT, SIGTERM and SIGHUP unwind like Ctrl-C so partial outputs are removed; later
-    signals are ignored so the clean-up itself cannot be cut short."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    """Unwind like Ctrl-C; later signals are ignored so the clean-up cannot be cut short."""
+    for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
 
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     from rwkvzip.container import FormatError
     from rwkvzip.params import ModelFileError
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, _terminate)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:

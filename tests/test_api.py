@@ -33,6 +33,8 @@ def test_levels_recipes_and_their_misuse(tiny_recipe):
         api.compress(b"x", tiny_recipe, level=1)
     with pytest.raises(TypeError, match="level="):
         api.compress(b"x", 9)
+    with pytest.raises(TypeError, match="recipe="):
+        api.Compressor(tiny_recipe)
     with pytest.raises(rwkvzip.RecipeError, match="level"):
         api.compress(b"x", level=10)
 
