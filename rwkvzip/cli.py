@@ -84,7 +84,6 @@ RECIPE = _options(
                                  "attn, ffn, head, bias (or 'all')."),
     click.option("--clip", type=float, help="Per-element gradient clip (0: off)."),
 )
-RECIPE_NAMES = ("arch", "hidden", "layers", "seed", "optimizer", "lr", "bptt", "scope", "clip")
 OUTPUT = _options(
     click.option("-c", "--stdout", "--to-stdout", "stdout", is_flag=True,
                  help="Write to standard output; keep inputs."),
@@ -127,7 +126,7 @@ def _run(mode: str, files, stdout=False, output=None, force=False, verbose=False
     options = commands.Options(
         stdout=stdout, output=output, keep=meta.get("keep", True), force=force,
         verbose=verbose, quiet=quiet, level=meta.get("level"),
-        recipe_options={k: v for k, v in recipe_options.items() if k in RECIPE_NAMES})
+        recipe_options=recipe_options)  # whatever RECIPE declares, passed to with_overrides
     return commands.run(meta.get("mode", mode), list(files), options)
 
 
