@@ -1,7 +1,38 @@
-"""rwkvzip: lossless compression by a byte-level RWKV-7 that learns online while it codes."""
+"""rwkvzip: lossless compression by a byte-level RWKV-7 that learns online while it codes.
+
+Used like the standard library's gzip and lzma modules:
+
+    rwkvzip.compress(data, level=6), rwkvzip.decompress(blob)
+    rwkvzip.open(path, "rb" | "wb" | "rt" | "wt" ...), rwkvzip.RwkvzipFile
+    rwkvzip.Compressor(), rwkvzip.Decompressor()   incremental, for streams
+    rwkvzip.FormatError                             foreign, corrupt or truncated input
+"""
+
+import importlib
 
 from rwkvzip._numba_cache import configure_numba_cache
 
 __version__ = "0.1.0"
 
 configure_numba_cache(__version__)
+
+# The public names load their modules (and numba) on first use, so the command line starts
+# fast for --help and argument errors.
+_PUBLIC = {
+    "compress": "api", "decompress": "api", "Compressor": "api", "Decompressor": "api",
+    "compress_stream": "api", "decompress_stream": "api", "Stats": "api",
+    "open": "fileobj", "RwkvzipFile": "fileobj",
+    "FormatError": "container", "Recipe": "recipe", "RecipeError": "recipe",
+}
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rwkvzip' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"rwkvzip.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

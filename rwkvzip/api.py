@@ -1,9 +1,14 @@
-"""Compress and decompress bytes and binary streams (the library's public entry points)."""
+"""Compress and decompress bytes, binary streams and chunks (the library's public entry points).
+
+Shaped like the standard library's lzma and gzip modules: `compress`/`decompress` for bytes,
+`Compressor`/`Decompressor` objects for data that arrives in pieces, and `compress_stream`/
+`decompress_stream` that copy between binary files. File objects are in fileobj.py.
+"""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -11,9 +16,14 @@ from rwkvzip import container
 from rwkvzip.codec import Predictor
 from rwkvzip.coder import CoderError
 from rwkvzip.container import FormatError
-from rwkvzip.recipe import Recipe, default_recipe
+from rwkvzip.recipe import Recipe, RecipeError, default_recipe, level_recipe
 
 Progress = Callable[[int], None]  # called with the number of raw bytes just processed
+
+# Working memory one model may need. The recipe is read from the file, so without this bound
+# a forged header could make the decoder allocate (and initialise) any amount of memory.
+MAX_MODEL_BYTES = 512 << 20
+READ_SIZE = container.MAX_FRAME
 
 
 @dataclass
@@ -22,6 +32,243 @@ class Stats:
     compressed_bytes: int = 0
     frames: int = 0
     members: int = 0
+
+
+def model_bytes(recipe: Recipe) -> int:
+    """Upper estimate of the float32 working memory of a Predictor for this recipe: weights,
+    optimizer moments, gradients, recurrent state with TBPTT checkpoints, and traces."""
+    model = recipe.build_model()
+    n, ns, nt = model.layout.size, model.state_size, model.trace_size
+    k = max(1, min(recipe.ckpt, recipe.bptt))
+    chunks = -(-max(recipe.bptt, 1) // k)
+    return 4 * (4 * n + ns * (chunks + k + 4) + nt * (k + 2))
+
+
+def check_model_size(recipe: Recipe) -> None:
+    """Refuse (RecipeError) a recipe whose model would need more than MAX_MODEL_BYTES."""
+    need = model_bytes(recipe)
+    if need > MAX_MODEL_BYTES:
+        raise RecipeError(f"the model would need {need >> 20} MiB of memory "
+                          f"(limit {MAX_MODEL_BYTES >> 20} MiB)")
+
+
+def _choose_recipe(recipe: Recipe | None, level: int | None) -> Recipe:
+    if recipe is not None and not isinstance(recipe, Recipe):
+        raise TypeError("recipe must be a Recipe (give a compression level as level=N)")
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
+        raise TypeError("level must be an int 1 ... 9 (give a recipe as recipe=...)")
+    if recipe is not None and level is not None:
+        raise ValueError("give either a recipe or a level, not both")
+    if level is not None:
+        return level_recipe(level)
+    return recipe or default_recipe()
+
+
+class Compressor:
+    """Incremental compression into one rwkvzip stream, like lzma.LZMACompressor.
+
+    `compress(data)` returns the compressed bytes ready so far (a frame is coded once 64 KiB
+    are buffered, or at the end); `flush()` codes the rest and ends the stream. `progress`,
+    if given, is called with the number of raw bytes coded, every few KB.
+    """
+
+    def __init__(self, level: int | None = None, *, recipe: Recipe | None = None,
+                 progress: Progress | None = None):
+        self.recipe = _choose_recipe(recipe, level)
+        check_model_size(self.recipe)
+        self._predictor = Predictor(self.recipe)
+        self._progress = progress
+        self._pending = bytearray()
+        self._finished = False
+        self.stats = Stats(members=1)
+        self._header = container.encode_header(self.recipe)
+
+    def compress(self, data: bytes) -> bytes:
+        if self._finished:
+            raise ValueError("compressor was already flushed")
+        self._pending += data
+        out = [self._take_header()]
+        while len(self._pending) >= container.MAX_FRAME:
+            out.append(self._frame(bytes(self._pending[:container.MAX_FRAME])))
+            del self._pending[:container.MAX_FRAME]
+        return b"".join(out)
+
+    def flush(self) -> bytes:
+        """The rest of the stream: the last frame and the trailer. The object is then done."""
+        if self._finished:
+            raise ValueError("compressor was already flushed")
+        out = [self._take_header()]
+        if self._pending:
+            out.append(self._frame(bytes(self._pending)))
+            self._pending.clear()
+        trailer = container.encode_trailer(self.stats.raw_bytes)
+        self.stats.compressed_bytes += len(trailer)
+        self._finished = True
+        return b"".join(out) + trailer
+
+    def _take_header(self) -> bytes:
+        header, self._header = self._header, b""
+        self.stats.compressed_bytes += len(header)
+        return header
+
+    def _frame(self, raw: bytes) -> bytes:
+        payload = self._predictor.encode_frame(raw, self._progress)
+        frame = container.encode_frame(raw, payload if len(payload) < len(raw) else None)
+        self.stats.raw_bytes += len(raw)
+        self.stats.compressed_bytes += len(frame)
+        self.stats.frames += 1
+        return frame
+
+
+class Decompressor:
+    """Incremental decompression of one rwkvzip member, like lzma.LZMADecompressor.
+
+    `decompress(data, max_length=-1)` returns the data decoded so far (at most max_length
+    bytes when max_length >= 0; the rest waits for the next call). `eof` becomes True at the
+    end of the member; bytes after it are in `unused_data` (another member may start there).
+    `needs_input` is False while decoded data is waiting to be returned. Errors are
+    FormatError. Buffering never exceeds one frame plus what the caller hands in. The
+    header's recipe is checked (known preset, architecture and numeric contract, a model
+    that fits in memory) before anything else is read; the model itself is built when the
+    first frame has fully arrived.
+    """
+
+    def __init__(self, *, progress: Progress | None = None, first: bool = True):
+        self._first = first  # False: bytes that are not a member are "trailing garbage"
+        self._progress = progress
+        self._buf = bytearray()
+        self._out = bytearray()
+        self._predictor: Predictor | None = None
+        self._head: container.FrameHead | None = None
+        self._ended = False  # trailer parsed
+        self.eof = False
+        self.unused_data = b""
+        self.recipe: Recipe | None = None
+        self.stats = Stats()
+
+    @property
+    def needs_input(self) -> bool:
+        return not self.eof and not self._out
+
+    def truncated(self) -> FormatError:
+        """The error for input that ends here, before the end of the member."""
+        if self.recipe is None:
+            where = "header"
+        elif self._head is None:
+            where = f"frame {self.stats.frames} or trailer"
+        else:
+            where = f"frame {self.stats.frames}"
+        return FormatError(f"truncated input (the compressed stream ends inside {where})")
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        if self._ended and data:
+            raise EOFError("already at the end of the compressed stream")
+        self._buf += data
+        while (max_length < 0 or len(self._out) < max_length) and self._step():
+            pass
+        if self._ended:
+            self.unused_data = bytes(self._buf)
+        n = len(self._out) if max_length < 0 else min(max_length, len(self._out))
+        out = bytes(self._out[:n])
+        del self._out[:n]
+        self.eof = self._ended and not self._out
+        return out
+
+    def _parse(self, window: int, parse: Callable[[BinaryIO], object]) -> object:
+        """Run a container parser on the buffered bytes; consume them only if it succeeds."""
+        f = io.BytesIO(bytes(self._buf[:window]))
+        result = parse(f)
+        del self._buf[:f.tell()]
+        self.stats.compressed_bytes += f.tell()
+        return result
+
+    def _step(self) -> bool:
+        """Parse or decode the next piece if enough input is buffered; False when not."""
+        if self._ended or (self._head is None and not self._buf):
+            return False
+        try:
+            if self.recipe is None:
+                recipe = self._parse(container.MAX_HEADER,
+                                     lambda f: container.read_header(f, first=self._first))
+                try:
+                    check_model_size(recipe)
+                except RecipeError as exc:
+                    raise FormatError(f"cannot decode this file: {exc}") from None
+                self.recipe = recipe
+                self.stats.members = 1
+            elif self._head is None:
+                index, total = self.stats.frames, self.stats.raw_bytes
+                self._head = self._parse(
+                    container.MAX_FRAME_HEAD,
+                    lambda f: container.read_frame_head(f, index, total))
+                self._ended = self._head is None
+            else:
+                if len(self._buf) < self._head.payload_len:
+                    return False
+                self._decode_frame(bytes(self._buf[:self._head.payload_len]))
+        except container.TruncatedError:
+            return False
+        return True
+
+    def _decode_frame(self, payload: bytes) -> None:
+        head = self._head
+        if self._predictor is None:
+            self._predictor = Predictor(self.recipe)
+        frame = container.Frame(head.index, head.raw_len, head.crc, payload, head.stored)
+        if frame.stored:
+            raw = frame.payload
+            self._predictor.learn_frame(raw)
+            if self._progress:
+                self._progress(len(raw))
+        else:
+            try:
+                raw = self._predictor.decode_frame(frame.payload, frame.raw_len, self._progress)
+            except CoderError as exc:
+                raise FormatError(f"corrupt input (frame {frame.index}: {exc})") from None
+        container.check_frame(frame, raw)
+        del self._buf[:len(payload)]
+        self._head = None
+        self._out += raw
+        self.stats.compressed_bytes += len(payload)
+        self.stats.raw_bytes += len(raw)
+        self.stats.frames += 1
+
+
+def decompress_chunks(chunks: Iterable[bytes], progress: Progress | None = None,
+                      stats: Stats | None = None) -> Iterator[bytes]:
+    """Decoded pieces of one or more concatenated members arriving as `chunks`; raises
+    FormatError on foreign, corrupt, truncated or trailing data. Adds up into `stats`."""
+    stats = stats if stats is not None else Stats()
+    dec: Decompressor | None = None
+    seen = False
+    for chunk in chunks:
+        while chunk:
+            if dec is None:
+                dec = Decompressor(progress=progress, first=not seen)
+                seen = True
+            out = dec.decompress(chunk)
+            chunk = b""
+            if out:
+                yield out
+            if dec.eof:
+                _add(stats, dec.stats)
+                chunk, dec = dec.unused_data, None
+    if not seen:
+        raise FormatError("not an rwkvzip file (empty input)")
+    if dec is not None:
+        raise dec.truncated()
+
+
+def _add(total: Stats, part: Stats) -> None:
+    total.raw_bytes += part.raw_bytes
+    total.compressed_bytes += part.compressed_bytes
+    total.frames += part.frames
+    total.members += part.members
+
+
+def read_chunks(f: BinaryIO, size: int = READ_SIZE):
+    while chunk := f.read(size):
+        yield chunk
 
 
 def _read_full(f: BinaryIO, n: int) -> bytes:
@@ -37,70 +284,31 @@ def _read_full(f: BinaryIO, n: int) -> bytes:
 
 
 def compress_stream(fin: BinaryIO, fout: BinaryIO, recipe: Recipe | None = None,
-                    progress: Progress | None = None) -> Stats:
+                    progress: Progress | None = None, *, level: int | None = None) -> Stats:
     """Compress everything readable from fin into one rwkvzip stream on fout."""
-    recipe = recipe or default_recipe()
-    predictor = Predictor(recipe)
-    stats = Stats(members=1)
-    header = container.encode_header(recipe)
-    fout.write(header)
-    stats.compressed_bytes += len(header)
-    while True:
-        raw = _read_full(fin, container.MAX_FRAME)
-        if not raw:
-            break
-        payload = predictor.encode_frame(raw)
-        frame = container.encode_frame(raw, payload if len(payload) < len(raw) else None)
-        fout.write(frame)
-        stats.raw_bytes += len(raw)
-        stats.compressed_bytes += len(frame)
-        stats.frames += 1
-        if progress:
-            progress(len(raw))
-    trailer = container.encode_trailer(stats.raw_bytes)
-    fout.write(trailer)
-    stats.compressed_bytes += len(trailer)
-    return stats
+    comp = Compressor(level, recipe=recipe, progress=progress)
+    fout.write(comp.compress(b""))
+    while raw := _read_full(fin, container.MAX_FRAME):
+        fout.write(comp.compress(raw))
+    fout.write(comp.flush())
+    return comp.stats
 
 
 def decompress_stream(fin: BinaryIO, fout: BinaryIO,
                       progress: Progress | None = None) -> Stats:
     """Decompress one or more concatenated rwkvzip streams from fin into fout."""
     stats = Stats()
-    first = True
-    while True:
-        recipe = container.read_header(fin, first=first)
-        if recipe is None:
-            return stats
-        first = False
-        stats.members += 1
-        predictor = Predictor(recipe)
-        for frame in container.read_frames(fin):
-            if frame.stored:
-                raw = frame.payload
-                predictor.learn_frame(raw)
-            else:
-                try:
-                    raw = predictor.decode_frame(frame.payload, frame.raw_len)
-                except CoderError as exc:
-                    raise FormatError(f"corrupt input (frame {frame.index}: {exc})") from None
-            container.check_frame(frame, raw)
-            fout.write(raw)
-            stats.raw_bytes += len(raw)
-            stats.frames += 1
-            if progress:
-                progress(len(raw))
+    for piece in decompress_chunks(read_chunks(fin), progress, stats):
+        fout.write(piece)
+    return stats
 
 
-def compress(data: bytes, recipe: Recipe | None = None) -> bytes:
-    """Compress bytes in memory."""
-    out = io.BytesIO()
-    compress_stream(io.BytesIO(data), out, recipe)
-    return out.getvalue()
+def compress(data: bytes, recipe: Recipe | None = None, *, level: int | None = None) -> bytes:
+    """Compress bytes in memory (default recipe, a compression level 1 ... 9, or a recipe)."""
+    comp = Compressor(level, recipe=recipe)
+    return comp.compress(data) + comp.flush()
 
 
 def decompress(data: bytes) -> bytes:
     """Decompress bytes in memory (concatenated streams give concatenated data)."""
-    out = io.BytesIO()
-    decompress_stream(io.BytesIO(data), out)
-    return out.getvalue()
+    return b"".join(decompress_chunks([bytes(data)]))

@@ -6,6 +6,8 @@ decoder alternates one numba step and one decode per byte. Both use the same ker
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from rwkvzip import coder
@@ -14,6 +16,7 @@ from rwkvzip.mixing import MixArrays
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
+Progress = Callable[[int], None]  # told the number of bytes just coded, every few KB
 
 
 def scope_table(layout, scope: str) -> np.ndarray:
@@ -97,7 +100,7 @@ class Predictor:
                 self.index, self.F, self.toks, self.ckpt, self.rs, self.rt, self.gstate,
                 self.scratch, *self.mixing)
 
-    def encode_frame(self, data: bytes) -> bytes:
+    def encode_frame(self, data: bytes, progress: Progress | None = None) -> bytes:
         """Range-coded payload of one frame; the model advances over its bytes."""
         enc = coder.new_encoder()
         buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
@@ -108,6 +111,8 @@ class Predictor:
             rows = probs[:len(block)]
             stepper.run(block, rows, True, self.arch, *arrays)
             coder.encode_rows(block, rows, enc)
+            if progress:
+                progress(len(block))
         return coder.finish(enc)
 
     def learn_frame(self, data: bytes) -> None:
@@ -115,18 +120,23 @@ class Predictor:
         stepper.run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, self.arch,
                     *self._arrays())
 
-    def decode_frame(self, payload: bytes, raw_len: int) -> bytes:
+    def decode_frame(self, payload: bytes, raw_len: int,
+                     progress: Progress | None = None) -> bytes:
         dec = coder.new_decoder(payload)
         out = bytearray(raw_len)
         # Locals keep the per-byte loop lean: one decode and one numba call per byte.
         decode_one, run, probs, arch = coder.decode_one, stepper.run, self.probs, self.arch
         one, no_rows, arrays = np.zeros(1, dtype=np.uint8), self._no_rows, self._arrays()
         try:
-            for t in range(raw_len):
-                sym = decode_one(dec, probs)
-                out[t] = sym
-                one[0] = sym
-                run(one, no_rows, False, arch, *arrays)
+            for lo in range(0, raw_len, ENCODE_BLOCK):
+                hi = min(lo + ENCODE_BLOCK, raw_len)
+                for t in range(lo, hi):
+                    sym = decode_one(dec, probs)
+                    out[t] = sym
+                    one[0] = sym
+                    run(one, no_rows, False, arch, *arrays)
+                if progress:
+                    progress(hi - lo)
         except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
             raise coder.CoderError(str(exc)) from None
         return bytes(out)

@@ -19,6 +19,10 @@ FORMAT_VERSION = 1
 MAX_FRAME = 1 << 16  # raw bytes per frame
 MAX_RECIPE_JSON = 4096
 MAX_VARINT_BYTES = 10
+# Longest possible header, frame head (or end marker + trailer): an incremental reader never
+# needs more buffered bytes than this to parse one of them.
+MAX_HEADER = len(MAGIC) + 1 + 2 * MAX_VARINT_BYTES + MAX_RECIPE_JSON
+MAX_FRAME_HEAD = 2 * MAX_VARINT_BYTES + 4
 
 
 def max_payload(raw_len: int) -> int:
@@ -29,6 +33,10 @@ def max_payload(raw_len: int) -> int:
 
 class FormatError(ValueError):
     """The input is not a valid rwkvzip stream (foreign, corrupt or truncated)."""
+
+
+class TruncatedError(FormatError):
+    """The input ended inside a header, frame or trailer (more input could complete it)."""
 
 
 def encode_varint(value: int) -> bytes:
@@ -46,7 +54,7 @@ def encode_varint(value: int) -> bytes:
 def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
     data = f.read(n)
     if len(data) != n:
-        raise FormatError(f"truncated input (inside {what})")
+        raise TruncatedError(f"truncated input (inside {what})")
     return data
 
 
@@ -78,10 +86,14 @@ def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
     magic = f.read(len(MAGIC))
     if not magic and not first:
         return None
+    if not magic:
+        raise FormatError("not an rwkvzip file (empty input)")
     if magic != MAGIC:
-        if first:
-            raise FormatError("not an rwkvzip file (bad magic)")
-        raise FormatError("trailing garbage after the end of the compressed stream")
+        if MAGIC.startswith(magic):
+            raise TruncatedError("truncated input (inside header)")
+        if not first:
+            raise FormatError("trailing garbage after the end of the compressed stream")
+        raise FormatError("not an rwkvzip file (bad magic)")
     version = _read_exact(f, 1, "header")[0]
     if version != FORMAT_VERSION:
         raise FormatError(f"unsupported format version {version} (this rwkvzip reads "
@@ -114,6 +126,15 @@ def encode_trailer(total: int) -> bytes:
 
 
 @dataclass
+class FrameHead:
+    index: int
+    raw_len: int
+    payload_len: int
+    stored: bool  # payload is the raw bytes (coding would have expanded them)
+    crc: int
+
+
+@dataclass
 class Frame:
     index: int
     raw_len: int
@@ -122,29 +143,35 @@ class Frame:
     stored: bool  # payload is the raw bytes (coding would have expanded them)
 
 
+def read_frame_head(f: BinaryIO, index: int, total: int) -> FrameHead | None:
+    """The head of frame `index`, or None after the end marker and the trailer, whose total
+    must equal `total` (the raw bytes of the frames before). At most MAX_FRAME_HEAD bytes."""
+    raw_len = _read_varint(f, f"frame {index}")
+    if raw_len == 0:
+        declared = _read_varint(f, "trailer")
+        if declared != total:
+            raise FormatError(f"corrupt input (trailer says {declared} bytes, "
+                              f"frames hold {total})")
+        return None
+    if raw_len > MAX_FRAME:
+        raise FormatError(f"corrupt input (frame {index} claims {raw_len} bytes)")
+    field = _read_varint(f, f"frame {index}")
+    payload_len, stored = field >> 1, bool(field & 1)
+    if (payload_len != raw_len if stored
+            else payload_len > max_payload(raw_len) or payload_len % 4):
+        raise FormatError(f"corrupt input (frame {index} has a bad payload length)")
+    (crc,) = struct.unpack("<I", _read_exact(f, 4, f"frame {index}"))
+    return FrameHead(index, raw_len, payload_len, stored, crc)
+
+
 def read_frames(f: BinaryIO) -> Iterator[Frame]:
     """Yield frames until the end marker; checks the trailer's total length."""
     total = 0
     index = 0
-    while True:
-        raw_len = _read_varint(f, f"frame {index}")
-        if raw_len == 0:
-            declared = _read_varint(f, "trailer")
-            if declared != total:
-                raise FormatError(f"corrupt input (trailer says {declared} bytes, "
-                                  f"frames hold {total})")
-            return
-        if raw_len > MAX_FRAME:
-            raise FormatError(f"corrupt input (frame {index} claims {raw_len} bytes)")
-        field = _read_varint(f, f"frame {index}")
-        payload_len, stored = field >> 1, bool(field & 1)
-        if (payload_len != raw_len if stored
-                else payload_len > max_payload(raw_len) or payload_len % 4):
-            raise FormatError(f"corrupt input (frame {index} has a bad payload length)")
-        (crc,) = struct.unpack("<I", _read_exact(f, 4, f"frame {index}"))
-        payload = _read_exact(f, payload_len, f"frame {index}")
-        yield Frame(index, raw_len, crc, payload, stored)
-        total += raw_len
+    while (head := read_frame_head(f, index, total)) is not None:
+        payload = _read_exact(f, head.payload_len, f"frame {index}")
+        yield Frame(index, head.raw_len, head.crc, payload, head.stored)
+        total += head.raw_len
         index += 1
 
 

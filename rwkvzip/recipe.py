@@ -231,6 +231,20 @@ def default_recipe() -> Recipe:
     return preset_by_name(DEFAULT_PRESET).recipe
 
 
+# Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
+# Provisional until the presets are tuned; the default level is the lowest one that names
+# the default card, so "no level" and the default level are the same recipe.
+LEVELS = {1: "core-v1", **{level: "core-v2" for level in range(2, 10)}}
+DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
+
+
+def level_recipe(level: int) -> Recipe:
+    """The recipe of compression level 1 ... 9."""
+    if level not in LEVELS:
+        raise RecipeError(f"compression level must be 1 ... 9, got {level}")
+    return preset_by_name(LEVELS[level]).recipe
+
+
 def preset_id_of(recipe: Recipe) -> int | None:
     """The card id whose recipe equals this one, so the header can name it in one byte."""
     for card in preset_cards().values():

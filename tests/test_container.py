@@ -56,7 +56,8 @@ def _after_header(blob):
 
 
 @pytest.mark.parametrize("blob,message", [
-    (b"", "bad magic"),
+    (b"", "empty input"),
+    (b"RW", "truncated"),
     (b"PK\x03\x04 some zip file", "bad magic"),
     (b"RWKZ\x09\x01", "unsupported format version 9"),
     (b"RWKZ\x01\x7f", "unknown preset id 127"),

@@ -5,9 +5,12 @@ import json
 import pytest
 
 from rwkvzip.recipe import (
+    DEFAULT_LEVEL,
+    LEVELS,
     Recipe,
     RecipeError,
     default_recipe,
+    level_recipe,
     preset_cards,
     preset_id_of,
     with_overrides,
@@ -48,3 +51,12 @@ def test_overrides_change_only_what_is_given():
     assert preset_id_of(r) is None
     with pytest.raises(RecipeError, match="multiple of 64"):
         with_overrides(default_recipe(), hidden=65)
+
+
+def test_every_level_names_a_card_and_the_default_level_is_the_default_recipe():
+    assert sorted(LEVELS) == list(range(1, 10))
+    for level in LEVELS:
+        assert preset_id_of(level_recipe(level)) is not None
+    assert level_recipe(DEFAULT_LEVEL) == default_recipe()
+    with pytest.raises(RecipeError, match="level"):
+        level_recipe(0)

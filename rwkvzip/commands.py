@@ -1,0 +1,267 @@
+"""What the command line does with each file: output names, refusals, warnings, safe writes,
+deleting inputs, progress bars, -v reports and -l listings. Returns gzip's exit status:
+0 ok, 1 if any file had an error, else 2 if any file was skipped with a warning."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import stat
+import sys
+import time
+from dataclasses import dataclass, field
+
+from rwkvzip import feedback
+from rwkvzip.fileio import (
+    SUFFIX,
+    UserError,
+    atomic_output,
+    compressed_name,
+    decompressed_name,
+    has_suffix,
+    open_input,
+    remove_input,
+)
+
+EXIT_OK, EXIT_ERROR, EXIT_WARNING = 0, 1, 2
+COMPRESS, DECOMPRESS, TEST, LIST = "compress", "decompress", "test", "list"
+STDIN = "-"
+
+
+@dataclass
+class Options:
+    stdout: bool = False  # -c
+    output: str | None = None  # -o (one input only; '-' is stdout)
+    keep: bool = True  # inputs are kept unless --rm
+    force: bool = False
+    verbose: bool = False
+    quiet: bool = False
+    level: int | None = None
+    recipe_options: dict = field(default_factory=dict)  # --arch, --hidden, ... (None: keep)
+
+
+class SkippedError(Exception):
+    """A file left alone with a warning (exit status 2 unless an error happens)."""
+
+
+class _Null(io.RawIOBase):
+    """Where `-t` writes the decoded data."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b)
+
+
+def _display(path: str) -> str:
+    return "(stdin)" if path == STDIN else path
+
+
+def _recipe(options: Options):
+    from rwkvzip.recipe import DEFAULT_LEVEL, RecipeError, level_recipe, with_overrides
+
+    level = options.level if options.level is not None else DEFAULT_LEVEL
+    try:
+        return with_overrides(level_recipe(level), **options.recipe_options)
+    except RecipeError as exc:
+        raise UserError(str(exc)) from None
+
+
+class Run:
+    """One command over its files: errors and warnings are counted, never fatal to the rest."""
+
+    def __init__(self, mode: str, options: Options):
+        self.mode = mode
+        self.options = options
+        self.errors = 0
+        self.warnings = 0
+        self.totals = None  # -l over several files
+        self.recipe = _recipe(options) if mode == COMPRESS else None
+
+    # -- the whole command -------------------------------------------------------------------
+
+    def run(self, files: list[str]) -> int:
+        files = files or [STDIN]
+        self._check_up_front(files)
+        for path in files:
+            self._one(path)
+        if self.mode == LIST and self.totals is not None and len(files) > 1:
+            self._list_row(self.totals, "-", "(totals)")
+        return EXIT_ERROR if self.errors else EXIT_WARNING if self.warnings else EXIT_OK
+
+    def _check_up_front(self, files: list[str]) -> None:
+        opts = self.options
+        if opts.output is not None and opts.stdout:
+            raise UserError("use either -c or -o, not both")
+        if opts.output is not None and len(files) > 1:
+            raise UserError("-o takes one input file; use -c to concatenate several")
+        if files.count(STDIN) > 1:
+            raise UserError("standard input can be read only once")
+        if opts.force:
+            return
+        if self.mode == COMPRESS and any(self._to_stdout(p) for p in files) \
+                and sys.stdout.isatty():
+            raise UserError("refusing to write compressed data to a terminal (use -f to force)")
+        if self.mode != COMPRESS and STDIN in files and sys.stdin.isatty():
+            raise UserError("refusing to read compressed data from a terminal (use -f to force)")
+
+    def _to_stdout(self, path: str) -> bool:
+        opts = self.options
+        if opts.output is not None:
+            return opts.output == "-"
+        return opts.stdout or path == STDIN
+
+    def _one(self, path: str) -> None:
+        try:
+            {COMPRESS: self._compress, DECOMPRESS: self._decompress, TEST: self._test,
+             LIST: self._list}[self.mode](path)
+        except SkippedError as exc:
+            self.warnings += 1
+            if not self.options.quiet:
+                print(f"rwkvzip: {exc}", file=sys.stderr)
+        except BrokenPipeError:
+            raise
+        except UserError as exc:  # names its own file
+            self._error(str(exc))
+        except OSError as exc:
+            self._error(f"{exc.filename or _display(path)}: {exc.strerror or exc}")
+        except MemoryError:
+            self._error(f"{_display(path)}: out of memory")
+        except ValueError as exc:  # FormatError, RecipeError, ModelFileError
+            self._error(f"{_display(path)}: {exc}")
+
+    def _error(self, message: str) -> None:
+        self.errors += 1
+        print(f"rwkvzip: {message}", file=sys.stderr, flush=True)
+
+    # -- per file ----------------------------------------------------------------------------
+
+    def _input(self, path: str, names_output: bool) -> os.stat_result | None:
+        """stat of an input file (None for stdin); skips what gzip skips."""
+        if path == STDIN:
+            return None
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise UserError(f"{path}: no such file") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise SkippedError(f"{path} is a directory -- ignored")
+        if names_output and not stat.S_ISREG(st.st_mode) and not self.options.force:
+            raise SkippedError(f"{path} is not a regular file -- ignored (use -c, -o or -f)")
+        return st
+
+    def _output(self, path: str, name_for) -> str | None:
+        """The output path, or None for stdout."""
+        opts = self.options
+        if self._to_stdout(path):
+            return None
+        return opts.output if opts.output is not None else name_for(path)
+
+    def _compress(self, path: str) -> None:
+        from rwkvzip.api import compress_stream
+
+        names_output = not self._to_stdout(path) and self.options.output is None
+        st = self._input(path, names_output)
+        if names_output and has_suffix(path) and not self.options.force:
+            raise SkippedError(f"{path} already has the {SUFFIX} suffix -- unchanged")
+        out = self._output(path, compressed_name)
+        total = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
+        self._transfer(path, out, total, lambda fin, fout, progress:
+                       compress_stream(fin, fout, self.recipe, progress), compressing=True)
+
+    def _decompress(self, path: str) -> None:
+        from rwkvzip.api import decompress_stream
+
+        names_output = not self._to_stdout(path) and self.options.output is None
+        st = self._input(path, names_output)
+        out = self._output(path, decompressed_name)
+        if names_output and out is None:
+            raise SkippedError(f"{path}: unknown suffix (expected {SUFFIX}) -- ignored "
+                        "(use -c or -o to name the output)")
+        total = None
+        if st is not None and stat.S_ISREG(st.st_mode) and self._bar_enabled():
+            total = _raw_size(path)
+        self._transfer(path, out, total, decompress_stream, compressing=False)
+
+    def _transfer(self, path: str, out: str | None, total: int | None, work,
+                  compressing: bool) -> None:
+        """Run `work(fin, fout, progress)` from path to out safely; report; delete the input
+        only after the output is complete (--rm)."""
+        src = None if path == STDIN else path
+        label = os.path.basename(path) if src else ""
+        start = time.monotonic()
+        with open_input(src) as fin, atomic_output(out, self.options.force, like=src) as fout, \
+                feedback.progress_bar(total, label, self._bar_enabled()) as progress:
+            stats = work(fin, fout, progress)
+        seconds = time.monotonic() - start
+        if self.options.verbose:
+            target = out if out is not None else "(stdout)"
+            print(feedback.summary(_display(path), target, stats.raw_bytes,
+                                   stats.compressed_bytes, seconds, compressing),
+                  file=sys.stderr)
+        if src is not None and out is not None and not self.options.keep:
+            remove_input(src)
+
+    def _test(self, path: str) -> None:
+        st = self._input(path, names_output=False)
+        self._verify(path, st)
+        if self.options.verbose:
+            print(f"{_display(path)}: OK", file=sys.stderr)
+
+    def _verify(self, path: str, st: os.stat_result | None) -> None:
+        """Decode everything, checking every frame's CRC-32 and every trailer; no output."""
+        from rwkvzip.api import decompress_stream
+
+        total = _raw_size(path) if st is not None and self._bar_enabled() else None
+        with open_input(None if path == STDIN else path) as fin, \
+                feedback.progress_bar(total, os.path.basename(path), self._bar_enabled()) as bar:
+            decompress_stream(fin, _Null(), bar)
+
+    def _list(self, path: str) -> None:
+        from rwkvzip import listing
+
+        st = self._input(path, names_output=False)
+        with open_input(None if path == STDIN else path) as fin:
+            info = listing.scan(fin)
+        check = "crc32"  # the kind of check; -lv decodes and verifies it
+        if self.options.verbose:
+            if path == STDIN:
+                raise UserError("-lv cannot read standard input twice; use -t")
+            self._verify(path, st)
+            check = "ok"
+        if self.totals is None:
+            print(f"{'compressed':>12} {'uncompressed':>13} {'ratio':>8} {'bpb':>6} "
+                  f"{'frames':>7}  {'check':<6} {'recipe':<12} name")
+            self.totals = listing.Listing()
+        self._list_row(info, check, _display(path))
+        t = self.totals
+        t.compressed += info.compressed
+        t.raw += info.raw
+        t.frames += info.frames
+        t.members += info.members
+
+    def _list_row(self, info, check: str, name: str) -> None:
+        ratio, bpb = feedback.ratio_text(info.compressed, info.raw)
+        recipe = ",".join(info.recipes) or "-"
+        print(f"{info.compressed:>12} {info.raw:>13} {ratio:>8} {bpb:>6} {info.frames:>7}  "
+              f"{check:<6} {recipe:<12} {name}")
+
+    def _bar_enabled(self) -> bool:
+        return feedback.show_progress(self.options.quiet)
+
+
+def _raw_size(path: str) -> int | None:
+    """The decoded size from the frame heads (for the progress bar), None if unreadable."""
+    from rwkvzip import listing
+    from rwkvzip.container import FormatError
+
+    with contextlib.suppress(OSError, FormatError), open(path, "rb") as f:
+        return listing.scan(f).raw
+    return None
+
+
+def run(mode: str, files: list[str], options: Options) -> int:
+    """Run one command over its files; the exit status."""
+    return Run(mode, options).run(list(files))

@@ -1,0 +1,58 @@
+"""What `rwkvzip -l` shows: sizes, frames and recipes of a compressed stream, read from its
+headers and frame heads without decoding (and without loading a model)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from rwkvzip import container
+from rwkvzip.recipe import Recipe, preset_cards, preset_id_of
+
+
+@dataclass
+class Listing:
+    compressed: int = 0
+    raw: int = 0
+    frames: int = 0
+    members: int = 0
+    recipes: list[str] = field(default_factory=list)  # one label per distinct recipe, in order
+
+
+def recipe_label(recipe: Recipe) -> str:
+    """The preset card's name, or the architecture and size of a spelled-out recipe."""
+    pid = preset_id_of(recipe)
+    if pid is not None:
+        return preset_cards()[pid].name
+    return f"{recipe.arch} {recipe.model.hidden}x{recipe.model.layers}"
+
+
+class _CountingReader:
+    def __init__(self, f: BinaryIO):
+        self._f = f
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self.count += len(data)
+        return data
+
+
+def scan(f: BinaryIO) -> Listing:
+    """Read every member's header, frame heads and trailer (payloads are read, not decoded:
+    memory stays bounded by one frame). The framing and the trailers' totals are checked;
+    the CRC-32s need the decoded data (`rwkvzip -t`). Raises FormatError."""
+    counted = _CountingReader(f)
+    listing = Listing()
+    first = True
+    while (recipe := container.read_header(counted, first=first)) is not None:
+        first = False
+        listing.members += 1
+        label = recipe_label(recipe)
+        if label not in listing.recipes:
+            listing.recipes.append(label)
+        for frame in container.read_frames(counted):
+            listing.raw += frame.raw_len
+            listing.frames += 1
+    listing.compressed = counted.count
+    return listing

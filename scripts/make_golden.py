@@ -1,0 +1,50 @@
+"""Add golden vectors for preset cards and architectures that have none (rwkvzip selftest).
+
+    python scripts/make_golden.py            # adds what is missing to rwkvzip/golden/
+    python scripts/make_golden.py --dir D    # another directory (tests)
+
+Existing vectors are never rewritten: if one no longer matches, the arithmetic changed and
+that is a determinism failure to fix (or a new numeric contract and new cards), not a
+vector to regenerate.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rwkvzip import selftest
+
+GOLDEN = Path(__file__).resolve().parents[1] / "rwkvzip" / "golden"
+
+
+def golden_input() -> bytes:
+    """About 1.5 KB: English text, source code, every byte value, a zero run and
+    pseudo-random bytes from a fixed LCG; compressible enough that every recipe codes it
+    (a stored frame would not test the arithmetic)."""
+    text = (b"It was the best of times, it was the worst of times, it was the age of wisdom, "
+            b"it was the age of foolishness, it was the epoch of belief, it was the epoch of "
+            b"incredulity, it was the season of Light, it was the season of Darkness.\n") * 2
+    code = (b"def crc(data: bytes) -> int:\n    value = 0xFFFFFFFF\n    for byte in data:\n"
+            b"        value = TABLE[(value ^ byte) & 0xFF] ^ (value >> 8)\n"
+            b"    return value ^ 0xFFFFFFFF\n")
+    state, noise = 2024, bytearray()
+    for _ in range(96):
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        noise.append(state >> 56)
+    return text + code + bytes(range(256)) + bytes(32) + bytes(noise) + text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=GOLDEN)
+    args = parser.parse_args()
+    if not (args.dir / selftest.MANIFEST).exists():
+        selftest.start(args.dir, golden_input())
+        print(f"new golden input in {args.dir}")
+    added = selftest.add_missing(args.dir)
+    print(f"added: {', '.join(added)}" if added else "every card and architecture has a vector")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Driving the real command line: as a subprocess, with pipes, files or a pseudo-terminal."""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+TINY = ["--hidden", "64", "--layers", "1"]  # a tiny model: fast in tests
+FAST = ["-1", *TINY]  # ... that trains its output layer only: faster still
+COMMAND = [sys.executable, "-m", "rwkvzip"]
+
+
+def rwkvzip(*args, input=None, cwd=None, env=None, timeout=300):
+    return subprocess.run([*COMMAND, *map(str, args)], input=input, capture_output=True,
+                          cwd=cwd, env=env, timeout=timeout)
+
+
+def assert_clean_error(proc, text, status=1):
+    """Exit status `status` and one line on stderr naming the problem, no traceback."""
+    err = proc.stderr.decode()
+    assert proc.returncode == status, (proc.returncode, err)
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert text in err, err
+
+
+def leftovers(directory) -> list[str]:
+    """Temporary outputs left behind (there must never be any)."""
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".rwkvzip-"))
+
+
+@dataclass
+class TtyRun:
+    returncode: int
+    tty: bytes  # everything the program wrote to the terminal
+    stdout: bytes  # when stdout is not the terminal
+    stderr: bytes  # when stderr is not the terminal
+
+
+def run_with_tty(args, tty_streams, cwd=None, stdin_data=b"", timeout=120) -> TtyRun:
+    """Run the CLI with the named streams ('stdin', 'stdout', 'stderr') on a pseudo-terminal
+    and the others on files; collect what reaches the terminal."""
+    master, slave = os.openpty()
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, \
+            tempfile.TemporaryFile() as ferr:
+        fin.write(stdin_data)
+        fin.seek(0)
+        streams = {"stdin": fin, "stdout": fout, "stderr": ferr}
+        for name in tty_streams:
+            streams[name] = slave
+        proc = subprocess.Popen([*COMMAND, *map(str, args)], cwd=cwd, **streams)
+        os.close(slave)
+        seen = bytearray()
+        deadline = time.monotonic() + timeout
+        while True:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"rwkvzip {args} did not finish in {timeout} s")
+            if not select.select([master], [], [], 0.2)[0]:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 4096)
+            except OSError as exc:  # EIO: the terminal's other side closed
+                if exc.errno != errno.EIO:
+                    raise
+                break
+            if not chunk:
+                break
+            seen += chunk
+        returncode = proc.wait(timeout=timeout)
+        os.close(master)
+        fout.seek(0)
+        ferr.seek(0)
+        return TtyRun(returncode, bytes(seen), fout.read(), ferr.read())
