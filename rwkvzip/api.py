@@ -35,13 +35,15 @@ class Stats:
 
 
 def model_bytes(recipe: Recipe) -> int:
-    """Upper estimate of the float32 working memory of a Predictor for this recipe: weights,
-    optimizer moments, gradients, recurrent state with TBPTT checkpoints, and traces."""
+    """Upper estimate of the working memory of a Predictor for this recipe: weights,
+    optimizer moments, gradients, recurrent state with TBPTT checkpoints, traces, and the
+    context-mixing tables."""
     model = recipe.build_model()
     n, ns, nt = model.layout.size, model.state_size, model.trace_size
     k = max(1, min(recipe.ckpt, recipe.bptt))
     chunks = -(-max(recipe.bptt, 1) // k)
-    return 4 * (4 * n + ns * (chunks + k + 4) + nt * (k + 2))
+    mixing = recipe.mix.memory_bytes(recipe.bptt) if recipe.mix is not None else 0
+    return 4 * (4 * n + ns * (chunks + k + 4) + nt * (k + 2)) + mixing
 
 
 def check_model_size(recipe: Recipe) -> None:

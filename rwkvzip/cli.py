@@ -83,6 +83,9 @@ RECIPE = _options(
     click.option("--scope", help="Parameter groups trained, joined by '+': embed, norm, "
                                  "attn, ffn, head, bias (or 'all')."),
     click.option("--clip", type=float, help="Per-element gradient clip (0: off)."),
+    click.option("--mix/--no-mix", default=None,
+                 help="Mix the network with context models and a match model (--no-mix: "
+                      "the network alone)."),
 )
 OUTPUT = _options(
     click.option("-c", "--stdout", "--to-stdout", "stdout", is_flag=True,

@@ -90,6 +90,10 @@ class Predictor:
         else:  # one-element stand-ins keep a single kernel signature
             self.mixing = (np.zeros(1, np.uint32), np.zeros(1, np.uint8), np.zeros(1, np.int64),
                            np.zeros(1, np.float32), np.zeros(1, np.float32))
+        self.begin()
+
+    def begin(self) -> None:
+        """Predict the first byte from the current weights and state."""
         CT, _, S, MX, ST = self.mixing
         stepper.begin(self.arch, self.W, self.state, self.trace, self.probs, self.index,
                       self.F, self.toks, self.ckpt, self.rs, self.rt, CT, S, MX, ST)

@@ -24,7 +24,10 @@ def recipe_label(recipe: Recipe) -> str:
     pid = preset_id_of(recipe)
     if pid is not None:
         return preset_cards()[pid].name
-    return f"{recipe.arch} {recipe.model.hidden}x{recipe.model.layers}"
+    if recipe.mix is not None and not recipe.mix.network:
+        return "context-models"
+    mix = "+mix" if recipe.mix is not None else ""
+    return f"{recipe.arch} {recipe.model.hidden}x{recipe.model.layers}{mix}"
 
 
 class _CountingReader:

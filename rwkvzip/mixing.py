@@ -46,8 +46,10 @@ class MixConfig:
                 and 0.0 < self.apm_rate <= 1.0 and 0.0 < self.map_rate <= 1.0):
             raise ValueError("mixer rates must be in (0, 1]")
 
-    def memory_bytes(self) -> int:
-        return (len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits))
+    def memory_bytes(self, bptt: int = 1) -> int:
+        """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
+        tables = len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits)
+        return tables + 4 * mx.layout(len(self.orders), self.network, bptt)[1]
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -224,7 +224,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "core-v2"
+DEFAULT_PRESET = "mix-v1"
 
 
 def default_recipe() -> Recipe:
@@ -234,7 +234,7 @@ def default_recipe() -> Recipe:
 # Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
 # Provisional until the presets are tuned; the default level is the lowest one that names
 # the default card, so "no level" and the default level are the same recipe.
-LEVELS = {1: "core-v1", **{level: "core-v2" for level in range(2, 10)}}
+LEVELS = {1: "cm-v1", **{level: "mix-v1" for level in range(2, 10)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from rwkvzip import api
 from rwkvzip.gdn import GdnConfig
 from rwkvzip.kernels import mathf
+from rwkvzip.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 from rwkvzip.rwkv7 import Rwkv7Config
 
@@ -36,6 +37,16 @@ RECIPES = {
                                                         value_heads=2, key_dim=8, value_dim=8,
                                                         conv_kernel=3, mlp=48),
                             optimizer="sgd", lr=0.02, seed=9, bptt=5, ckpt=2),
+    "mix-tbptt-adam": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
+                                               a_rank=8, v_rank=8, g_rank=16),
+                             optimizer="adam", lr=0.002, seed=5, bptt=6, ckpt=3,
+                             mix=MixConfig(table_bits=12, match_bits=14)),
+    "gdn-mix-bptt1": Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=1, key_heads=1,
+                                                        value_heads=2, key_dim=16,
+                                                        value_dim=16, conv_kernel=4, mlp=64),
+                            optimizer="adam", lr=0.002, seed=6, bptt=1,
+                            mix=MixConfig(orders=(1, 2, 3, 0), table_bits=11, match_bits=13)),
+    "context-models-alone": Recipe(mix=MixConfig(table_bits=12, match_bits=14, network=False)),
     "wide-sgd": Recipe(model=Rwkv7Config(hidden=192, layers=1, ffn=256, decay_rank=8,
                                          a_rank=8, v_rank=8, g_rank=16),
                        optimizer="sgd", lr=0.02, seed=4),

@@ -8,7 +8,7 @@ import pytest
 
 from rwkvzip import api, container
 from rwkvzip.codec import Predictor
-from rwkvzip.kernels import common, stepper
+from rwkvzip.kernels import common
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 from conftest import corpus_file
@@ -70,8 +70,7 @@ def _restart(pred: Predictor, W: np.ndarray) -> Predictor:
     fresh = Predictor(pred.recipe)
     fresh.W[:] = W
     fresh.state[:] = 0
-    stepper.begin(fresh.arch, fresh.W, fresh.state, fresh.trace, fresh.probs, fresh.index,
-                  fresh.F, fresh.toks, fresh.ckpt, fresh.rs, fresh.rt)
+    fresh.begin()
     return fresh
 
 

@@ -31,7 +31,9 @@ def probe(target, *args):
 
 
 @pytest.mark.parametrize("recipe", ["tiny-adam", "wide-sgd", "tiny-bptt1-adam",
-                                    "tiny-tbptt-sgd", "gdn-bptt1-adam", "gdn-tbptt-sgd"])
+                                    "tiny-tbptt-sgd", "gdn-bptt1-adam", "gdn-tbptt-sgd",
+                                    "mix-tbptt-adam", "gdn-mix-bptt1",
+                                    "context-models-alone"])
 def test_targets_agree_bit_for_bit(tmp_path, recipe):
     src = corpus_file("canterbury/grammar.lsp")
     results = {}

@@ -65,8 +65,7 @@ def restart(pred: Predictor) -> Predictor:
     fresh = Predictor(with_overrides(pred.recipe, lr=0.0))
     fresh.W[:] = pred.W
     fresh.state[:] = 0
-    stepper.begin(fresh.arch, fresh.W, fresh.state, fresh.trace, fresh.probs, fresh.index,
-                  fresh.F, fresh.toks, fresh.ckpt, fresh.rs, fresh.rt)
+    fresh.begin()
     return fresh
 
 
