@@ -88,21 +88,47 @@ def init_tables(S, MX):
 
 
 @jit
+def slot_group(node):
+    """Which nibble slot a tree node reads: 0 (high nibble) or 1 + the high nibble."""
+    if node < 16:
+        return 0
+    d = 4
+    while node >= (2 << d):
+        d += 1
+    return 1 + ((node >> (d - 4)) & 15)
+
+
+@jit
+def match_state(S):
+    return 0 if S[S_EXPECT] < 0 else (1 if S[S_LEN] < 16 else 2)
+
+
+@jit
+def known_models(S, j):
+    """How many context models own their slot for nibble slot j of the current context."""
+    known = 0
+    for o in range(S[S_K]):
+        known += S[S_SLOTS + 17 * o + j] >= 0
+    return known
+
+
+@jit
 def weight_set(S, node):
     """Weights are chosen by tree node, match state and how many models know the context."""
-    length = S[S_LEN]
-    state = 0 if S[S_EXPECT] < 0 else (1 if length < 16 else 2)
     K = S[S_K]
-    j = 0  # which nibble slot the node reads: 0 (high nibble) or 1 + high nibble
-    if node >= 16:
-        d = 4
-        while node >= (2 << d):
-            d += 1
-        j = 1 + ((node >> (d - 4)) & 15)
-    known = 0
-    for o in range(K):
-        known += S[S_SLOTS + 17 * o + j] >= 0
-    return (state * (K + 1) + known) * 256 + node
+    return (match_state(S) * (K + 1) + known_models(S, slot_group(node))) * 256 + node
+
+
+@jit
+def weight_sets(S, out):
+    """weight_set for every node 1..255 at once (the slot groups' counts computed once)."""
+    K = S[S_K]
+    base = match_state(S) * (K + 1)
+    known = np.empty(17, dtype=np.int64)
+    for j in range(17):
+        known[j] = known_models(S, j)
+    for n in range(1, 256):
+        out[n] = (base + known[slot_group(n)]) * 256 + n
 
 
 @jit
@@ -127,7 +153,7 @@ def net_inputs(q, S, MX, X, col):
     for n in range(255, 0, -1):
         T[n] = T[2 * n] + T[2 * n + 1]
     for n in range(1, 256):
-        v = log64(max(T[2 * n + 1], 1e-30)) - log64(max(T[2 * n], 1e-30))
+        v = log64(max(T[2 * n + 1], 1e-30) / max(T[2 * n], 1e-30))
         X[n, col] = min(max(v, -NET_CLAMP), NET_CLAMP)
 
 
@@ -147,8 +173,10 @@ def predict(q, CT, S, MX, ST, floor, P):
     pm = MX[S[S_PM]:S[S_PM] + 256]
     pr = np.empty(512, dtype=np.float64)
     pr[1] = 1.0
+    wset = np.empty(256, dtype=np.int64)
+    weight_sets(S, wset)
     for n in range(1, 256):
-        w = MX[S[S_W] + weight_set(S, n) * nin:S[S_W] + (weight_set(S, n) + 1) * nin]
+        w = MX[S[S_W] + wset[n] * nin:S[S_W] + (wset[n] + 1) * nin]
         z = 0.0
         for c in range(nin):
             z += w[c] * X[n, c]
