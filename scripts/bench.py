@@ -51,6 +51,7 @@ except ImportError as exc:
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 PLOT_PATH = Path("docs") / "bench" / "pareto.png"
+ALL = "all files"
 # Thread pools some libraries could start; rwkvzip uses none of them, this makes sure.
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                      "NUMBA_NUM_THREADS")
@@ -224,23 +225,32 @@ def pareto_front(points: list[tuple[float | None, float | None]]) -> set[int]:
     return front
 
 
-def summarize(rows: list[dict], codecs: list[Codec]) -> list[dict]:
-    """Per compressor, over the files where it succeeded: mean of the files' bpb, bpb of all
+def summarize(rows: list[dict], codecs: list[Codec], files: list[dict]) -> list[dict]:
+    """Per group of files (corpus folder; then all files, if there are several groups) and
+    compressor, over the files where it succeeded: mean of the files' bpb, bpb of all their
     bytes together, and speed as total bytes over total median time."""
+    groups: dict[str, set[str]] = {}
+    for f in files:
+        groups.setdefault(f["group"], set()).add(f["name"])
+    if len(groups) != 1:
+        groups[ALL] = {f["name"] for f in files}
     out = []
-    for codec in codecs:
-        mine = [r for r in rows if r["codec"] == codec.key and r["ok"]]
-        total = sum(r["bytes"] for r in mine)
-        packed = sum(r["compressed"] for r in mine)
-        bpbs = [r["bpb"] for r in mine if r["bpb"] is not None]
-        comp = sum(r["compress_wall_s"] for r in mine)
-        dec = sum(r["decompress_wall_s"] for r in mine)
-        out.append({"codec": codec.key, "label": codec.label, "files": len(mine),
-                    "failed": sum(1 for r in rows if r["codec"] == codec.key and not r["ok"]),
-                    "bytes": total, "compressed": packed,
-                    "mean_bpb": statistics.fmean(bpbs) if bpbs else None,
-                    "total_bpb": 8 * packed / total if total else None,
-                    "compress_kBps": _kbps(total, comp), "decompress_kBps": _kbps(total, dec)})
+    for group, names in groups.items():
+        for codec in codecs:
+            mine = [r for r in rows if r["codec"] == codec.key and r["file"] in names]
+            good = [r for r in mine if r["ok"]]
+            total = sum(r["bytes"] for r in good)
+            packed = sum(r["compressed"] for r in good)
+            bpbs = [r["bpb"] for r in good if r["bpb"] is not None]
+            comp = sum(r["compress_wall_s"] for r in good)
+            dec = sum(r["decompress_wall_s"] for r in good)
+            out.append({"group": group, "codec": codec.key, "label": codec.label,
+                        "files": len(good), "failed": len(mine) - len(good),
+                        "bytes": total, "compressed": packed,
+                        "mean_bpb": statistics.fmean(bpbs) if bpbs else None,
+                        "total_bpb": 8 * packed / total if total else None,
+                        "compress_kBps": _kbps(total, comp),
+                        "decompress_kBps": _kbps(total, dec)})
     return out
 
 
@@ -285,11 +295,14 @@ def _load() -> list[float] | None:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
-def display_name(path: Path, corpus: Path) -> str:
+def display_name(path: Path, corpus: Path) -> tuple[str, str]:
+    """A file's name in the report (relative to the corpus if it is in it) and its group (the
+    corpus folder it is in, or "other files")."""
     try:
-        return str(path.resolve().relative_to(corpus.resolve()))
+        relative = path.resolve().relative_to(corpus.resolve())
     except ValueError:
-        return str(path)
+        return str(path), "other files"
+    return relative.as_posix(), relative.parts[0] if len(relative.parts) > 1 else "corpus"
 
 
 def corpus_files(corpus: Path) -> list[Path]:
@@ -320,21 +333,24 @@ def run_bench(files: list[Path], levels: list[int], classical: list[str], repeat
         if not row["ok"]:  # reported with the results, so it cannot go unnoticed
             report["results"].append(row)
             print(_progress_line(row), flush=True)
+    width = max((len(display_name(p, corpus)[0]) for p in files), default=0) + 25 * bool(head)
     for path in files:
         data = path.read_bytes()
-        if head is not None:
+        name, group = display_name(path, corpus)
+        if head is not None and len(data) > head:
             data = data[:head]
-        name = display_name(path, corpus) + (f" (first {len(data)} bytes)" if head else "")
-        report["files"].append({"name": name, "path": str(path), "bytes": len(data)})
+            name += f" (first {head} bytes)"
+        report["files"].append({"name": name, "group": group, "path": str(path),
+                                "bytes": len(data)})
         for codec in codecs:
             n = rwkvzip_repeat if codec.key.startswith("rwkvzip") else repeat
             row = {"file": name, **measure(codec, data, n)}
             report["results"].append(row)
-            print(_progress_line(row), flush=True)
+            print(_progress_line(row, width), flush=True)
         if on_file is not None:
             on_file(report)
     report["load_average_end"] = _load()
-    report["summary"] = summarize(report["results"], codecs)
+    report["summary"] = summarize(report["results"], codecs, report["files"])
     report["pareto"] = {f["name"]: _front_keys(report["results"], f["name"])
                         for f in report["files"]}
     report["complete"] = True
@@ -357,9 +373,9 @@ def _speed(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _progress_line(row: dict) -> str:
+def _progress_line(row: dict, width: int = 34) -> str:
     status = "ok" if row["ok"] else "ERROR: " + "; ".join(row["errors"])
-    return (f"{row['file']:34} {row['label']:24} {_fmt(row['bpb'], 3):>7} bpb "
+    return (f"{row['file']:{width}} {row['label']:24} {_fmt(row['bpb'], 3):>7} bpb "
             f"{_speed(row['compress_kBps']):>8} / {_speed(row['decompress_kBps']):>8} KB/s "
             f"{status}")
 
@@ -406,14 +422,15 @@ def render_markdown(report: dict, command: str, plot: Path | None) -> str:
     lines += [f"| {c['label']} | `{_cell(c['call'])}` | {_cell(c['note'])} |"
               for c in report["codecs"]]
     lines += ["", "## Summary", "",
-              f"Over {len(report['files'])} files: mean bpb is the mean of the files' bpb, "
-              "total bpb counts all bytes together; speeds are total bytes over total time.",
+              "Per folder of the corpus: mean bpb is the mean of the files' bpb, total bpb "
+              "counts all their bytes together; speeds are total bytes over total time.",
               "",
-              "| compressor | mean bpb | total bpb | compress KB/s | decompress KB/s |",
-              "|---|---:|---:|---:|---:|"]
+              "| files | compressor | mean bpb | total bpb | compress KB/s | decompress KB/s |",
+              "|---|---|---:|---:|---:|---:|"]
     for r in report["summary"]:
         failed = f" ({r['failed']} failed)" if r["failed"] else ""
-        lines.append(f"| {r['label']}{failed} | {_fmt(r['mean_bpb'], 3)} | "
+        group = f"{r['group']} ({r['files'] + r['failed']})"
+        lines.append(f"| {group} | {r['label']}{failed} | {_fmt(r['mean_bpb'], 3)} | "
                      f"{_fmt(r['total_bpb'], 3)} | {_speed(r['compress_kBps'])} | "
                      f"{_speed(r['decompress_kBps'])} |")
     if plot is not None:
@@ -446,8 +463,10 @@ def plot_pareto(report: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("all files (total)", [{"label": r["label"], "compress_kBps": r["compress_kBps"],
-                                      "bpb": r["total_bpb"]} for r in report["summary"]])]
+    last = report["summary"][-1]["group"] if report["summary"] else ALL  # all, or the only one
+    panels = [(f"{last} (total)", [{"label": r["label"], "compress_kBps": r["compress_kBps"],
+                                    "bpb": r["total_bpb"]}
+                                   for r in report["summary"] if r["group"] == last])]
     panels += [(f["name"], [r for r in report["results"] if r["file"] == f["name"] and r["ok"]])
                for f in report["files"]]
     cols = min(4, len(panels))

@@ -52,6 +52,11 @@ def test_every_compressor_roundtrips_and_the_report_is_written(bench, sample, tm
     assert {r["codec"]: r["repeat"] for r in rows}["rwkvzip-1"] == 1
     assert {r["repeat"] for r in rows[1:]} == {2}
     assert report["pareto"][str(sample)]  # someone is on the front
+    summary = {r["codec"]: r for r in report["summary"]}
+    assert len(summary) == len(report["summary"]) == len(rows)  # one group: no "all files"
+    for r in rows:
+        assert summary[r["codec"]]["group"] == "other files"
+        assert summary[r["codec"]]["total_bpb"] == pytest.approx(r["bpb"])
     md = (out / "BENCHMARKS.md").read_text()
     assert f"### {sample} (3,000 bytes)" in md and "## Errors" not in md
     for r in rows:
