@@ -162,10 +162,6 @@ def distinct_levels(wanted: list[int] | None = None) -> tuple[list[int], list[st
     return list(first.values()), notes
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
 def _kbps(nbytes: int, seconds: float) -> float | None:
     return nbytes / 1e3 / seconds if seconds > 0 and nbytes > 0 else None
 
@@ -204,7 +200,7 @@ def measure(codec: Codec, data: bytes, repeat: int) -> dict:
     for kind in ("compress", "decompress"):
         for clock in ("wall", "cpu"):
             times = runs[f"{kind}_{clock}_s"]
-            median = _median(times) if len(times) == repeat else None
+            median = statistics.median(times) if len(times) == repeat else None
             row[f"{kind}_{clock}_s"] = median
             suffix = "" if clock == "wall" else "_cpu"
             row[f"{kind}_kBps{suffix}"] = _kbps(len(data), median) if median else None
@@ -350,6 +346,10 @@ def run_bench(files: list[Path], levels: list[int], classical: list[str], repeat
         if on_file is not None:
             on_file(report)
     report["load_average_end"] = _load()
+    timed = [r for r in report["results"] if r["file"] != "(warm-up)"]
+    wall = sum(sum(r["runs"][f"{k}_wall_s"]) for r in timed for k in ("compress", "decompress"))
+    cpu = sum(sum(r["runs"][f"{k}_cpu_s"]) for r in timed for k in ("compress", "decompress"))
+    report["cpu_over_wall"] = cpu / wall if wall > 0 else None
     report["summary"] = summarize(report["results"], codecs, report["files"])
     report["pareto"] = {f["name"]: _front_keys(report["results"], f["name"])
                         for f in report["files"]}
@@ -409,8 +409,10 @@ def render_markdown(report: dict, command: str, plot: Path | None) -> str:
         f"- timing: wall clock, median of {s['repeat']} runs for the classical compressors and "
         f"of {s['rwkvzip_repeat']} for rwkvzip (set by --repeat and --rwkvzip-repeat), each "
         "compressor in this one process on one thread, input and output in memory; rwkvzip's "
-        "kernels were compiled or loaded before timing. KB = 1000 bytes. Process CPU times "
-        "and every single run are in benchmarks.json.",
+        "kernels were compiled or loaded before timing. KB = 1000 bytes. Process CPU time / "
+        f"wall time over all timed runs: {_fmt(report.get('cpu_over_wall'), 2)} (well below 1: "
+        "the process waited for a CPU). CPU times and every single run are in "
+        "benchmarks.json.",
         "- bpb = 8 × compressed bytes / original bytes, with each format's headers and "
         "checksums (PPMd: the bare stream).",
         "- every roundtrip was verified byte for byte"
@@ -558,12 +560,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.rwkvzip_repeat < 1:
         ap.error("--repeat and --rwkvzip-repeat must be at least 1")
+    if args.head is not None and args.head < 1:
+        ap.error("--head must be at least 1")
     if not args.no_plot and importlib.util.find_spec("matplotlib") is None:
         ap.error('the plot needs matplotlib (pip install -e ".[bench]"), or give --no-plot')
-    levels, notes = distinct_levels(args.levels)
+    try:
+        levels, notes = distinct_levels(args.levels)
+    except ValueError as exc:  # RecipeError: no such level
+        ap.error(str(exc))
     for note in notes:
         print(note)
-    files = [*args.paths, *args.files] or corpus_files(args.corpus)
+    files = list(dict.fromkeys([*args.paths, *args.files])) or corpus_files(args.corpus)
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         ap.error(f"not a file: {', '.join(missing)}")
