@@ -410,9 +410,9 @@ def render_markdown(report: dict, command: str, plot: Path | None) -> str:
         f"of {s['rwkvzip_repeat']} for rwkvzip (set by --repeat and --rwkvzip-repeat), each "
         "compressor in this one process on one thread, input and output in memory; rwkvzip's "
         "kernels were compiled or loaded before timing. KB = 1000 bytes. Process CPU time / "
-        f"wall time over all timed runs: {_fmt(report.get('cpu_over_wall'), 2)} (well below 1: "
-        "the process waited for a CPU). CPU times and every single run are in "
-        "benchmarks.json.",
+        f"wall time over all timed runs: {_fmt(report.get('cpu_over_wall'), 2)} (well below 1 "
+        "would mean the process often waited for a CPU). CPU times and every single run are "
+        "in benchmarks.json.",
         "- bpb = 8 × compressed bytes / original bytes, with each format's headers and "
         "checksums (PPMd: the bare stream).",
         "- every roundtrip was verified byte for byte"
