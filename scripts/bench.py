@@ -1,0 +1,597 @@
+"""Benchmark rwkvzip against gzip, bzip2, xz, zstd, brotli and PPMd: bits per byte and KB/s.
+
+    python scripts/bench.py [--levels 1,2] [--repeat 3] [--rwkvzip-repeat 1]
+        [--classical gzip,bzip2,xz,zstd,brotli,ppmd] [--head BYTES] [--corpus DIR]
+        [--out DIR] [--no-plot] [FILE ...]
+
+Every compressor runs in this process through its Python module, on one thread: rwkvzip
+through `rwkvzip.api` at each chosen level, the others as listed in CLASSICAL below (needs
+the `bench` extra: pip install -e ".[bench]"). Without FILE (or --files) it takes every file
+of ../shared/corpus. Each file is compressed and decompressed `--repeat` times (rwkvzip:
+`--rwkvzip-repeat` times, it is slow); speeds are the median wall time (time.perf_counter),
+process CPU times are recorded too. Every decompressed output is compared with the input
+byte for byte, and repeated compressions must give identical bytes.
+
+Writes OUT/BENCHMARKS.md (tables), OUT/benchmarks.json (everything, raw timings included)
+and OUT/docs/bench/pareto.png (bits per byte against compress speed, one panel per file);
+OUT is the repository root by default. Exit status 1 if any roundtrip failed or any
+compressor raised an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import importlib.util
+import io
+import json
+import lzma
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+try:
+    import brotli
+    import pyppmd
+    import zstandard
+except ImportError as exc:
+    raise SystemExit(f'{exc}: the benchmark needs the bench extra, pip install -e ".[bench]"'
+                     ) from None
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
+PLOT_PATH = Path("docs") / "bench" / "pareto.png"
+ALL = "all files"
+# Thread pools some libraries could start; rwkvzip uses none of them, this makes sure.
+SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                     "NUMBA_NUM_THREADS")
+# PPMd variant H (PPMd7), as 7-Zip's PPMd method at its default level 5: order 6, 16 MiB.
+PPMD_ORDER = 6
+PPMD_MEM = 16 << 20
+# Warm-up input: compiles (or loads from numba's cache) every kernel before timing starts.
+WARMUP = b"The quick brown fox jumps over the lazy dog. " * 40 + bytes(range(256)) * 4
+
+
+@dataclass(frozen=True)
+class Codec:
+    """One compressor at one setting: how it is called and how to undo it."""
+
+    key: str  # names it on the command line and in the JSON
+    label: str  # names it in tables and plots
+    call: str  # the exact call, for the report
+    note: str  # what else a reader needs to know about the setting
+    compress: Callable[[bytes], bytes]
+    decompress: Callable[[bytes, int], bytes]  # (compressed, original length) -> bytes
+
+
+def _zstd_compress(data: bytes) -> bytes:
+    # As the zstd command line: content size and XXH64 checksum in the frame.
+    comp = zstandard.ZstdCompressor(level=19, threads=0, write_checksum=True,
+                                    write_content_size=True)
+    return comp.compress(data)
+
+
+def _ppmd_compress(data: bytes) -> bytes:
+    enc = pyppmd.Ppmd7Encoder(PPMD_ORDER, PPMD_MEM)
+    return enc.encode(data) + enc.flush(endmark=False)
+
+
+def _ppmd_decompress(blob: bytes, length: int) -> bytes:
+    # A PPMd7 stream has no length or end mark (7-Zip keeps the size in its archive
+    # header), so the decoder is told the length. pyppmd.decompress(variant="H") does not
+    # work in pyppmd 1.3 (it omits this argument).
+    return pyppmd.Ppmd7Decoder(PPMD_ORDER, PPMD_MEM).decode(blob, length)
+
+
+CLASSICAL: dict[str, Codec] = {c.key: c for c in (
+    Codec("gzip", "gzip -9", "gzip.compress(data, compresslevel=9, mtime=0)", "",
+          lambda d: gzip.compress(d, compresslevel=9, mtime=0),
+          lambda b, n: gzip.decompress(b)),
+    Codec("bzip2", "bzip2 -9", "bz2.compress(data, 9)", "",
+          lambda d: bz2.compress(d, 9), lambda b, n: bz2.decompress(b)),
+    Codec("xz", "xz -9e",
+          "lzma.compress(data, format=FORMAT_XZ, check=CHECK_CRC64, preset=9 | PRESET_EXTREME)",
+          "as the xz command line: CRC-64 check",
+          lambda d: lzma.compress(d, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
+                                  preset=9 | lzma.PRESET_EXTREME),
+          lambda b, n: lzma.decompress(b, format=lzma.FORMAT_XZ)),
+    Codec("zstd", "zstd -19",
+          "zstandard.ZstdCompressor(level=19, threads=0, write_checksum=True, "
+          "write_content_size=True).compress(data)",
+          "as the zstd command line: content size and XXH64 checksum in the frame",
+          _zstd_compress, lambda b, n: zstandard.ZstdDecompressor().decompress(b)),
+    Codec("brotli", "brotli 11", "brotli.compress(data, quality=11)",
+          "window 2^22 (the module's default), larger than every corpus file",
+          lambda d: brotli.compress(d, quality=11), lambda b, n: brotli.decompress(b)),
+    Codec("ppmd", "PPMd o6",
+          f"pyppmd.Ppmd7Encoder(max_order={PPMD_ORDER}, mem_size={PPMD_MEM})",
+          "PPMd variant H as 7-Zip's PPMd at its default level (order 6, 16 MiB); the bare "
+          "stream, no end mark: the decoder is given the length, as 7-Zip keeps it in its "
+          "archive header",
+          _ppmd_compress, _ppmd_decompress),
+)}
+
+
+def rwkvzip_codec(level: int) -> Codec:
+    from rwkvzip.api import compress_stream, decompress_stream
+    from rwkvzip.recipe import LEVELS
+
+    def compress(data: bytes) -> bytes:
+        out = io.BytesIO()
+        compress_stream(io.BytesIO(data), out, level=level)
+        return out.getvalue()
+
+    def decompress(blob: bytes, length: int) -> bytes:
+        out = io.BytesIO()
+        decompress_stream(io.BytesIO(blob), out)
+        return out.getvalue()
+
+    return Codec(f"rwkvzip-{level}", f"rwkvzip -{level} ({LEVELS[level]})",
+                 f"rwkvzip.api.compress_stream(fin, fout, level={level})",
+                 f"preset card {LEVELS[level]}", compress, decompress)
+
+
+def distinct_levels(wanted: list[int] | None = None) -> tuple[list[int], list[str]]:
+    """The levels to run, one per preset card (the lowest level naming it), and notes on the
+    levels left out because they name a card already run."""
+    from rwkvzip.recipe import LEVELS, RecipeError
+
+    levels = sorted(LEVELS) if wanted is None else wanted
+    first: dict[str, int] = {}
+    notes = []
+    for level in levels:
+        if level not in LEVELS:
+            raise RecipeError(f"compression level must be one of {sorted(LEVELS)}, got {level}")
+        card = LEVELS[level]
+        if card in first:
+            if wanted is not None:
+                notes.append(f"level {level} is the same card as level {first[card]} ({card}): "
+                             "not run twice")
+            continue
+        first[card] = level
+    return list(first.values()), notes
+
+
+def _kbps(nbytes: int, seconds: float) -> float | None:
+    return nbytes / 1e3 / seconds if seconds > 0 and nbytes > 0 else None
+
+
+def measure(codec: Codec, data: bytes, repeat: int) -> dict:
+    """Compress and decompress `repeat` times each; verify every output. Never raises for a
+    compressor's failure: the row then carries the errors."""
+    errors: list[str] = []
+    runs: dict[str, list[float]] = {"compress_wall_s": [], "compress_cpu_s": [],
+                                    "decompress_wall_s": [], "decompress_cpu_s": []}
+    blob = None
+    try:
+        for _ in range(repeat):
+            w0, c0 = time.perf_counter(), time.process_time()
+            out = codec.compress(data)
+            runs["compress_wall_s"].append(time.perf_counter() - w0)
+            runs["compress_cpu_s"].append(time.process_time() - c0)
+            if blob is None:
+                blob = out
+            elif out != blob:
+                errors.append("compressed output differs between runs")
+        for _ in range(repeat):
+            w0, c0 = time.perf_counter(), time.process_time()
+            back = codec.decompress(blob, len(data))
+            runs["decompress_wall_s"].append(time.perf_counter() - w0)
+            runs["decompress_cpu_s"].append(time.process_time() - c0)
+            if back != data:
+                what = "different bytes" if len(back) == len(data) else "a wrong length"
+                errors.append(f"roundtrip failed: {len(back)} bytes came back ({what})")
+    except Exception as exc:  # a compressor's own error is a result, not a crash
+        errors.append(f"{type(exc).__name__}: {exc}")
+    row: dict = {"codec": codec.key, "label": codec.label, "bytes": len(data),
+                 "compressed": len(blob) if blob is not None else None, "repeat": repeat,
+                 "ok": not errors, "errors": sorted(set(errors), key=errors.index), "runs": runs}
+    row["bpb"] = 8 * len(blob) / len(data) if blob is not None and data else None
+    for kind in ("compress", "decompress"):
+        for clock in ("wall", "cpu"):
+            times = runs[f"{kind}_{clock}_s"]
+            median = statistics.median(times) if len(times) == repeat else None
+            row[f"{kind}_{clock}_s"] = median
+            suffix = "" if clock == "wall" else "_cpu"
+            row[f"{kind}_kBps{suffix}"] = _kbps(len(data), median) if median else None
+    return row
+
+
+def pareto_front(points: list[tuple[float | None, float | None]]) -> set[int]:
+    """Indices of the (speed, bpb) points no other point beats on both (faster or as fast,
+    and smaller or as small, one of them strictly). Points with a missing value are out."""
+    front = set()
+    valid = [i for i, (s, b) in enumerate(points) if s is not None and b is not None]
+    for i in valid:
+        si, bi = points[i]
+        dominated = any(points[j][0] >= si and points[j][1] <= bi
+                        and (points[j][0] > si or points[j][1] < bi) for j in valid)
+        if not dominated:
+            front.add(i)
+    return front
+
+
+def summarize(rows: list[dict], codecs: list[Codec], files: list[dict]) -> list[dict]:
+    """Per group of files (corpus folder; then all files, if there are several groups) and
+    compressor, over the files where it succeeded: mean of the files' bpb, bpb of all their
+    bytes together, and speed as total bytes over total median time."""
+    groups: dict[str, set[str]] = {}
+    for f in files:
+        groups.setdefault(f["group"], set()).add(f["name"])
+    if len(groups) != 1:
+        groups[ALL] = {f["name"] for f in files}
+    out = []
+    for group, names in groups.items():
+        for codec in codecs:
+            mine = [r for r in rows if r["codec"] == codec.key and r["file"] in names]
+            good = [r for r in mine if r["ok"]]
+            total = sum(r["bytes"] for r in good)
+            packed = sum(r["compressed"] for r in good)
+            bpbs = [r["bpb"] for r in good if r["bpb"] is not None]
+            comp = sum(r["compress_wall_s"] for r in good)
+            dec = sum(r["decompress_wall_s"] for r in good)
+            out.append({"group": group, "codec": codec.key, "label": codec.label,
+                        "files": len(good), "failed": len(mine) - len(good),
+                        "bytes": total, "compressed": packed,
+                        "mean_bpb": statistics.fmean(bpbs) if bpbs else None,
+                        "total_bpb": 8 * packed / total if total else None,
+                        "compress_kBps": _kbps(total, comp),
+                        "decompress_kBps": _kbps(total, dec)})
+    return out
+
+
+def machine_info() -> dict:
+    import numba
+    import numpy
+
+    import rwkvzip
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "usable_cpus": usable,
+            "platform": platform.platform(), "python": platform.python_version(),
+            "numba": numba.__version__, "numpy": numpy.__version__,
+            "rwkvzip": rwkvzip.__version__, "git": _git_commit(),
+            "libraries": {"zlib": __import__("zlib").ZLIB_RUNTIME_VERSION,
+                          "zstandard": f"{zstandard.__version__} (libzstd "
+                                       f"{'.'.join(map(str, zstandard.ZSTD_VERSION))})",
+                          "brotli": brotli.__version__, "pyppmd": pyppmd.__version__}}
+
+
+def _git_commit() -> str | None:
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+                                "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def _load() -> list[float] | None:
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def display_name(path: Path, corpus: Path) -> tuple[str, str]:
+    """A file's name in the report (relative to the corpus if it is in it) and its group (the
+    corpus folder it is in, or "other files")."""
+    try:
+        relative = path.resolve().relative_to(corpus.resolve())
+    except ValueError:
+        return str(path), "other files"
+    return relative.as_posix(), relative.parts[0] if len(relative.parts) > 1 else "corpus"
+
+
+def corpus_files(corpus: Path) -> list[Path]:
+    """Every file in the corpus's sub-folders (its own README and checksums left out)."""
+    return sorted(p for p in corpus.rglob("*") if p.is_file() and p.parent != corpus)
+
+
+def run_bench(files: list[Path], levels: list[int], classical: list[str], repeat: int,
+              rwkvzip_repeat: int, head: int | None = None, corpus: Path = DEFAULT_CORPUS,
+              on_file: Callable[[dict], None] | None = None) -> dict:
+    """Run every compressor on every file; the report (what benchmarks.json holds).
+    `on_file` is called with the report so far after each file."""
+    codecs = [rwkvzip_codec(level) for level in levels] + [CLASSICAL[k] for k in classical]
+    report: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "machine": machine_info(), "load_average_start": _load(),
+                    "settings": {"levels": levels, "classical": classical, "repeat": repeat,
+                                 "rwkvzip_repeat": rwkvzip_repeat, "head": head,
+                                 "clock": "time.perf_counter (wall), time.process_time (CPU)",
+                                 "kB": 1000},
+                    "codecs": [{"key": c.key, "label": c.label, "call": c.call,
+                                "note": c.note} for c in codecs],
+                    "warmup_s": {}, "files": [], "results": [], "complete": False}
+    for codec in codecs[:len(levels)]:  # rwkvzip: compile or load the kernels, untimed
+        t0 = time.perf_counter()
+        row = {"file": "(warm-up)", **measure(codec, WARMUP, 1)}
+        report["warmup_s"][codec.key] = time.perf_counter() - t0
+        print(f"warm-up {codec.label}: {report['warmup_s'][codec.key]:.1f} s", flush=True)
+        if not row["ok"]:  # reported with the results, so it cannot go unnoticed
+            report["results"].append(row)
+            print(_progress_line(row), flush=True)
+    width = max((len(display_name(p, corpus)[0]) for p in files), default=0) + 25 * bool(head)
+    for path in files:
+        data = path.read_bytes()
+        name, group = display_name(path, corpus)
+        if head is not None and len(data) > head:
+            data = data[:head]
+            name += f" (first {head} bytes)"
+        report["files"].append({"name": name, "group": group, "path": str(path),
+                                "bytes": len(data)})
+        for codec in codecs:
+            n = rwkvzip_repeat if codec.key.startswith("rwkvzip") else repeat
+            row = {"file": name, **measure(codec, data, n)}
+            report["results"].append(row)
+            print(_progress_line(row, width), flush=True)
+        if on_file is not None:
+            on_file(report)
+    report["load_average_end"] = _load()
+    timed = [r for r in report["results"] if r["file"] != "(warm-up)"]
+    wall = sum(sum(r["runs"][f"{k}_wall_s"]) for r in timed for k in ("compress", "decompress"))
+    cpu = sum(sum(r["runs"][f"{k}_cpu_s"]) for r in timed for k in ("compress", "decompress"))
+    report["cpu_over_wall"] = cpu / wall if wall > 0 else None
+    report["summary"] = summarize(report["results"], codecs, report["files"])
+    report["pareto"] = {f["name"]: _front_keys(report["results"], f["name"])
+                        for f in report["files"]}
+    report["complete"] = True
+    return report
+
+
+def _front_keys(rows: list[dict], name: str) -> list[str]:
+    mine = [r for r in rows if r["file"] == name and r["ok"]]
+    front = pareto_front([(r["compress_kBps"], r["bpb"]) for r in mine])
+    return [mine[i]["codec"] for i in sorted(front)]
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _speed(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _progress_line(row: dict, width: int = 34) -> str:
+    status = "ok" if row["ok"] else "ERROR: " + "; ".join(row["errors"])
+    return (f"{row['file']:{width}} {row['label']:24} {_fmt(row['bpb'], 3):>7} bpb "
+            f"{_speed(row['compress_kBps']):>8} / {_speed(row['decompress_kBps']):>8} KB/s "
+            f"{status}")
+
+
+def _cell(text: str) -> str:
+    """Text for a markdown table cell (a bare | would end the cell, even in code)."""
+    return text.replace("|", "\\|")
+
+
+def _loadavg(values: list[float] | None) -> str:
+    return " / ".join(f"{v:.2f}" for v in values) if values else "unknown"
+
+
+def render_markdown(report: dict, command: str, plot: Path | None) -> str:
+    m, s = report["machine"], report["settings"]
+    errors = [r for r in report["results"] if not r["ok"]]
+    load = (f"{_loadavg(report['load_average_start'])} at the start, "
+            f"{_loadavg(report.get('load_average_end'))} at the end (1, 5, 15 minutes)")
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `scripts/bench.py`; run it again rather than editing this file.",
+        "",
+        f"- command: `{command}`",
+        f"- date: {report['date']}",
+        f"- machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
+        f"{m['platform']}; load average {load}",
+        f"- software: Python {m['python']}, numba {m['numba']}, numpy {m['numpy']}, "
+        f"rwkvzip {m['rwkvzip']} (git {m['git']}); "
+        + ", ".join(f"{k} {v}" for k, v in m["libraries"].items()),
+        f"- timing: wall clock, median of {s['repeat']} runs for the classical compressors and "
+        f"of {s['rwkvzip_repeat']} for rwkvzip (set by --repeat and --rwkvzip-repeat), each "
+        "compressor in this one process on one thread, input and output in memory; rwkvzip's "
+        "kernels were compiled or loaded before timing. KB = 1000 bytes. Process CPU time / "
+        f"wall time over all timed runs: {_fmt(report.get('cpu_over_wall'), 2)} (well below 1 "
+        "would mean the process often waited for a CPU). CPU times and every single run are "
+        "in benchmarks.json.",
+        "- bpb = 8 × compressed bytes / original bytes, with each format's headers and "
+        "checksums (PPMd: the bare stream).",
+        "- every roundtrip was verified byte for byte"
+        + (" (failures are listed under Errors, at the end)." if errors else ": all passed."),
+        "",
+        "| compressor | called as | note |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {c['label']} | `{_cell(c['call'])}` | {_cell(c['note'])} |"
+              for c in report["codecs"]]
+    lines += ["", "## Summary", "",
+              "Per folder of the corpus: mean bpb is the mean of the files' bpb, total bpb "
+              "counts all their bytes together; speeds are total bytes over total time.",
+              "",
+              "| files | compressor | mean bpb | total bpb | compress KB/s | decompress KB/s |",
+              "|---|---|---:|---:|---:|---:|"]
+    for r in report["summary"]:
+        failed = f" ({r['failed']} failed)" if r["failed"] else ""
+        group = f"{r['group']} ({r['files'] + r['failed']})"
+        lines.append(f"| {group} | {r['label']}{failed} | {_fmt(r['mean_bpb'], 3)} | "
+                     f"{_fmt(r['total_bpb'], 3)} | {_speed(r['compress_kBps'])} | "
+                     f"{_speed(r['decompress_kBps'])} |")
+    if plot is not None:
+        lines += ["", f"![bits per byte against compress speed]({plot.as_posix()})"]
+    lines += ["", "## Per file", "",
+              "Pareto: no other compressor is both at least as fast to compress and at least "
+              "as small on this file (the highlighted points of the plot).", ""]
+    for f in report["files"]:
+        front = set(report["pareto"][f["name"]])
+        lines += [f"### {f['name']} ({f['bytes']:,} bytes)", "",
+                  "| compressor | bpb | compress KB/s | decompress KB/s | Pareto |",
+                  "|---|---:|---:|---:|:---:|"]
+        for r in (r for r in report["results"] if r["file"] == f["name"]):
+            bpb = _fmt(r["bpb"], 3) if r["ok"] else "**error**"
+            lines.append(f"| {r['label']} | {bpb} | {_speed(r['compress_kBps'])} | "
+                         f"{_speed(r['decompress_kBps'])} | {'●' if r['codec'] in front else ''} |")
+        lines.append("")
+    if errors:
+        lines += ["## Errors", ""]
+        lines += [f"- {r['file']}, {r['label']}: {'; '.join(r['errors'])}" for r in errors]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_pareto(report: dict, path: Path) -> None:
+    """bpb against compress KB/s (log), one panel for all files together, one per file; the
+    Pareto front highlighted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    last = report["summary"][-1]["group"] if report["summary"] else ALL  # all, or the only one
+    panels = [(f"{last} (total)", [{"label": r["label"], "compress_kBps": r["compress_kBps"],
+                                    "bpb": r["total_bpb"]}
+                                   for r in report["summary"] if r["group"] == last])]
+    panels += [(f["name"], [r for r in report["results"] if r["file"] == f["name"] and r["ok"]])
+               for f in report["files"]]
+    cols = min(4, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    for ax, (title, points) in zip(axes.flat, panels, strict=False):
+        points = [p for p in points if p["compress_kBps"] is not None and p["bpb"] is not None]
+        front = pareto_front([(p["compress_kBps"], p["bpb"]) for p in points])
+        for i, p in enumerate(points):
+            on = i in front
+            color = "tab:red" if p["label"].startswith("rwkvzip") else "tab:blue"
+            ax.scatter(p["compress_kBps"], p["bpb"], s=36 if on else 18, color=color,
+                       alpha=1.0 if on else 0.45, edgecolors="black" if on else "none",
+                       zorder=3)
+            ax.annotate(p["label"].split(" (")[0], (p["compress_kBps"], p["bpb"]), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+        line = sorted((points[i]["compress_kBps"], points[i]["bpb"]) for i in front)
+        if line:
+            ax.step([x for x, _ in line], [y for _, y in line], where="pre", color="gray",
+                    linewidth=1, zorder=2)
+        ax.set_xscale("log")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("compress KB/s (log)", fontsize=8)
+        ax.set_ylabel("bits per byte", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="both", alpha=0.2)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle("bits per byte against compress speed (outlined: Pareto front; red: rwkvzip)",
+                 fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_outputs(report: dict, out: Path, command: str, plot: bool) -> list[Path]:
+    """BENCHMARKS.md, benchmarks.json and (if plot) the PNG under out; the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    report["command"] = command
+    written = [out / "benchmarks.json"]
+    written[0].write_text(json.dumps(report, indent=1) + "\n")
+    if not report["complete"]:
+        return written
+    if plot:
+        plot_pareto(report, out / PLOT_PATH)
+        written.append(out / PLOT_PATH)
+    (out / "BENCHMARKS.md").write_text(render_markdown(report, command,
+                                                       PLOT_PATH if plot else None) + "\n")
+    written.append(out / "BENCHMARKS.md")
+    return written
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip() and x.strip() != "none"]
+    bad = [x for x in names if x not in CLASSICAL]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown compressor {', '.join(bad)} "
+                                         f"(known: {', '.join(CLASSICAL)})")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("paths", nargs="*", type=Path, help="files (default: the whole corpus)")
+    ap.add_argument("--files", nargs="+", type=Path, default=[], action="extend",
+                    help="files, as the positional arguments")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
+                    help=f"corpus folder when no file is given (default {DEFAULT_CORPUS})")
+    ap.add_argument("--levels", type=_int_list,
+                    help="rwkvzip levels, e.g. 1,2 (default: one level per distinct preset "
+                         "card among 1..9); empty: no rwkvzip")
+    ap.add_argument("--classical", type=_names, default=list(CLASSICAL),
+                    help=f"classical compressors (default: {','.join(CLASSICAL)}; none: none)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per file for the classical compressors (median; default 3)")
+    ap.add_argument("--rwkvzip-repeat", type=int, default=1,
+                    help="runs per file for rwkvzip (median; default 1, it is slow)")
+    ap.add_argument("--head", type=int, help="only the first HEAD bytes of each file")
+    ap.add_argument("--out", type=Path, default=ROOT,
+                    help="where BENCHMARKS.md, benchmarks.json and docs/bench/ go "
+                         "(default: the repository root)")
+    ap.add_argument("--no-plot", action="store_true", help="no PNG (matplotlib not needed)")
+    args = ap.parse_args(argv)
+    if args.repeat < 1 or args.rwkvzip_repeat < 1:
+        ap.error("--repeat and --rwkvzip-repeat must be at least 1")
+    if args.head is not None and args.head < 1:
+        ap.error("--head must be at least 1")
+    if not args.no_plot and importlib.util.find_spec("matplotlib") is None:
+        ap.error('the plot needs matplotlib (pip install -e ".[bench]"), or give --no-plot')
+    try:
+        levels, notes = distinct_levels(args.levels)
+    except ValueError as exc:  # RecipeError: no such level
+        ap.error(str(exc))
+    for note in notes:
+        print(note)
+    files = list(dict.fromkeys([*args.paths, *args.files])) or corpus_files(args.corpus)
+    missing = [str(p) for p in files if not p.is_file()]
+    if missing:
+        ap.error(f"not a file: {', '.join(missing)}")
+    command = shlex.join(["python", os.path.relpath(__file__), *argv])
+    print(f"{len(files)} files; rwkvzip levels {levels or 'none'}; "
+          f"{', '.join(args.classical) or 'no classical compressors'}")
+
+    def save_partial(report: dict) -> None:
+        write_outputs(report, args.out, command, plot=False)
+
+    report = run_bench(files, levels, args.classical, args.repeat, args.rwkvzip_repeat,
+                       args.head, args.corpus, on_file=save_partial)
+    for path in write_outputs(report, args.out, command, plot=not args.no_plot):
+        print(f"wrote {path}")
+    failed = [r for r in report["results"] if not r["ok"]]
+    for r in failed:
+        print(f"error: {r['file']}, {r['label']}: {'; '.join(r['errors'])}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    for var in SINGLE_THREAD_ENV:  # before rwkvzip loads numba (and numpy)
+        os.environ.setdefault(var, "1")
+    sys.exit(main())
