@@ -125,12 +125,9 @@ class Recipe:
     def from_dict(cls, d: dict) -> Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
-        known = {f.name for f in fields(cls)}
         if "mix" not in d:  # the one field a complete recipe may omit (no mixing)
             d = {**d, "mix": None}
-        if set(d) != known:  # a stored recipe is complete: no defaults fill gaps
-            odd = sorted(set(d) ^ known)[0]
-            raise RecipeError(f"recipe field {odd!r} is {'unknown' if odd in d else 'missing'}")
+        _require_fields(d, cls, "recipe")
         arch = d["arch"]
         if not isinstance(arch, str) or arch not in ARCHS:
             raise RecipeError(f"unknown architecture {arch!r}")
@@ -138,10 +135,7 @@ class Recipe:
         model = d["model"]
         if not isinstance(model, dict):
             raise RecipeError("recipe model must be a JSON object")
-        cfg_fields = {f.name for f in fields(cfg_cls)}
-        if set(model) != cfg_fields:
-            odd = sorted(set(model) ^ cfg_fields)[0]
-            raise RecipeError(f"model field {odd!r} is {'unknown' if odd in model else 'missing'}")
+        _require_fields(model, cfg_cls, "model")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in model.values()):
             raise RecipeError("model fields must be integers")
         kwargs = {k: v for k, v in d.items() if k not in ("model", "mix")}
@@ -165,13 +159,18 @@ _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "bet
                 "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int}
 
 
+def _require_fields(d: dict, cls: type, what: str) -> None:
+    """A stored recipe is complete: every field of cls present, no other (no defaults)."""
+    known = {f.name for f in fields(cls)}
+    if set(d) != known:
+        odd = sorted(set(d) ^ known)[0]
+        raise RecipeError(f"{what} field {odd!r} is {'unknown' if odd in d else 'missing'}")
+
+
 def _mix_from_dict(d: dict) -> MixConfig:
     if not isinstance(d, dict):
         raise RecipeError("recipe mix must be a JSON object or null")
-    known = {f.name for f in fields(MixConfig)}
-    if set(d) != known:
-        odd = sorted(set(d) ^ known)[0]
-        raise RecipeError(f"mix field {odd!r} is {'unknown' if odd in d else 'missing'}")
+    _require_fields(d, MixConfig, "mix")
     orders = d["orders"]
     if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
         raise RecipeError("mix orders must be a list of integers")
