@@ -1,7 +1,9 @@
 """Run in a subprocess built for one CPU target (NUMBA_CPU_NAME / NUMBA_CPU_FEATURES).
 
-  probe compress IN OUT   -> compress IN to OUT, print digests of kernel outputs and OUT
-  probe decompress IN OUT -> decompress IN to OUT
+  probe compress IN DIR          -> compress IN with every recipe to DIR/<recipe>.rwkz;
+                                    print digests of the kernel outputs and of every file
+  probe decompress SRC_DIR DIR   -> decompress SRC_DIR/<recipe>.rwkz to DIR/<recipe>.out
+One process per target and phase: loading the kernels once serves every recipe.
 """
 
 import hashlib
@@ -68,15 +70,20 @@ def kernel_digest() -> str:
 
 
 def main() -> None:
-    mode, recipe_name, src, dst = sys.argv[1:5]
-    data = Path(src).read_bytes()
+    mode, src, dst = sys.argv[1:4]
+    out = Path(dst)
     if mode == "compress":
-        blob = api.compress(data, RECIPES[recipe_name])
-        Path(dst).write_bytes(blob)
-        print(json.dumps({"kernels": kernel_digest(),
-                          "blob": hashlib.sha256(blob).hexdigest()}))
+        data = Path(src).read_bytes()
+        blobs = {}
+        for name, recipe in RECIPES.items():
+            blob = api.compress(data, recipe)
+            (out / f"{name}.rwkz").write_bytes(blob)
+            blobs[name] = hashlib.sha256(blob).hexdigest()
+        print(json.dumps({"kernels": kernel_digest(), "blobs": blobs}))
     else:
-        Path(dst).write_bytes(api.decompress(data))
+        for name in RECIPES:
+            (out / f"{name}.out").write_bytes(api.decompress((Path(src) / f"{name}.rwkz")
+                                                             .read_bytes()))
 
 
 if __name__ == "__main__":
