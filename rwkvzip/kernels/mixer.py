@@ -220,7 +220,7 @@ def learn(byte, CT, S, MX, gz):
         bit = (symbol >> (7 - d)) & 1
         ws = S[S_W] + weight_set(S, node) * nin
         err = bit - pm[node]
-        if net:
+        if net and abs(X[node, 2 * K + 2]) < NET_CLAMP:  # a clamped input passes nothing
             delta = -err * MX[ws + 2 * K + 2]  # d(-ln p_mix(bit)) / d(network input)
             lo = (2 * node) << (7 - d)
             width = 1 << (7 - d)
