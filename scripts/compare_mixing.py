@@ -7,7 +7,7 @@ Each part runs in its own process so its peak RSS is its own. Speeds are KB per 
 this process's CPU time (so other jobs on the machine do not distort them); every
 roundtrip is verified. The table charges every part the header of a preset card (a recipe
 that is not a card spells itself out in JSON, a few hundred bytes that say nothing about
-how well it models).
+how well it models). Peak RSS includes numba's compiler when the kernel cache was cold.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def measure(path: Path, recipe) -> dict:
     t2 = time.process_time()
     assert out.getvalue() == data, f"roundtrip failed for {path}"
     return {"file": path.name, "bytes": len(data), "compressed": len(packed.getvalue()),
+            "header": len(container.encode_header(recipe)),
             "bpb": 8 * len(packed.getvalue()) / len(data),
             "compress_kBps": len(data) / 1e3 / (t1 - t0),
             "decompress_kBps": len(data) / 1e3 / (t2 - t1)}
@@ -63,8 +64,7 @@ def table(paths: list[Path]) -> None:
         cells = []
         for p in order:
             r = parts[p]["rows"][i]
-            header = len(container.encode_header(part_recipe(parts[p]["preset"], p)))
-            bpb = 8 * (r["compressed"] - header + card_header) / r["bytes"]
+            bpb = 8 * (r["compressed"] - r["header"] + card_header) / r["bytes"]
             cells.append(f"{bpb:.3f} | {r['compress_kBps']:.1f} / {r['decompress_kBps']:.1f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("\npeak RSS (MiB): " + ", ".join(f"{p} {parts[p]['max_rss_mib']:.0f}" for p in order))
