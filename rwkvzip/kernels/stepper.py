@@ -167,7 +167,7 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
     mode = F[F_MODE]
     mixing = F[F_MIX] != 0.0
-    if mixing:  # the mixer learns first: its logit gradient is the network's loss
+    if mixing:  # the mixer learns first: its logit gradient is part of the network's loss
         j = int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0
         mixer.learn(symbol, CT, S, MX, MX[S[mixer.S_GM] + j * 256:S[mixer.S_GM] + (j + 1) * 256])
         context.next_contexts(S, HB, symbol)
