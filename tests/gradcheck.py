@@ -39,3 +39,23 @@ def close(analytic, fd, scale):
     Observed errors are a few 1e-6 (float32 kernels against float64 differences).
     """
     return abs(analytic - fd) <= 2e-3 * abs(fd) + 1e-5 * scale
+
+
+def check_deterministic_and_accumulating(forward_step, backward_step, model, W, state0, floor):
+    """The same backward twice gives identical bits; a second pass into G adds to it."""
+    G1, s1 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
+                              [2, 3, 4], floor)
+    G2, s2 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
+                              [2, 3, 4], floor)
+    assert np.array_equal(G1, G2) and np.array_equal(s1, s2)
+    I = model.index
+    state = state0.copy()
+    tr = np.zeros(model.trace_size, np.float32)
+    forward_step(1, W, state, tr, I, floor)
+    scratch = np.zeros(model.backward_scratch_size(), np.float32)
+    G = np.zeros_like(W)
+    one = np.zeros_like(W)
+    for target in (G, G, one):
+        backward_step(1, 2, W, target, state0, state, tr.copy(),
+                      np.zeros(model.state_size, np.float32), I, floor, scratch)
+    np.testing.assert_allclose(G, 2 * one, rtol=1e-6, atol=1e-12)
