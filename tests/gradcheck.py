@@ -59,3 +59,32 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
         backward_step(1, 2, W, target, state0, state, tr.copy(),
                       np.zeros(model.state_size, np.float32), I, floor, scratch)
     np.testing.assert_allclose(G, 2 * one, rtol=1e-6, atol=1e-12)
+
+
+def central_difference(loss, arr, idx, eps=1e-5):
+    """d loss() / d arr[idx]; arr is perturbed in place (a view into the loss's inputs)."""
+    keep = arr[idx]
+    arr[idx] = keep + eps
+    up = loss()
+    arr[idx] = keep - eps
+    down = loss()
+    arr[idx] = keep
+    return (up - down) / (2 * eps)
+
+
+def check_parameters(model, G, t, loss, rng, failures):
+    """Compare G with finite differences of loss() on a few clearly non-zero entries of
+    every parameter tensor t[name] (float64, perturbed in place); failures are appended.
+    Returns (worst relative error, entries checked)."""
+    worst, checked = 0.0, 0
+    for spec in model.layout.specs:
+        g = model.layout.get(G, spec.name).reshape(-1)  # file orientation, like t[name]
+        scale = float(np.abs(g).max())
+        assert scale > 0.0, f"{spec.name}: zero gradient"
+        for idx in pick(g, rng):
+            fd = central_difference(loss, t[spec.name].reshape(-1), idx)
+            checked += 1
+            worst = max(worst, abs(g[idx] - fd) / (abs(fd) + 1e-30))
+            if not close(g[idx], fd, scale):
+                failures.append(f"{spec.name}[{idx}]: kernel {g[idx]:.6g} fd {fd:.6g}")
+    return worst, checked

@@ -12,7 +12,14 @@ from rwkvzip.gdn import GdnConfig, GdnModel
 from rwkvzip.kernels import common, gdn, linalg
 from rwkvzip.kernels.gdn_backward import backward_step
 
-from gradcheck import check_deterministic_and_accumulating, close, kernel_gradients, pick
+from gradcheck import (
+    central_difference,
+    check_deterministic_and_accumulating,
+    check_parameters,
+    close,
+    kernel_gradients,
+    pick,
+)
 
 
 def grads(model, W, state0, tokens, symbols, floor):
@@ -283,43 +290,16 @@ def test_backward_matches_finite_differences(cfg, floor):
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(gstate))
 
     t = tensors64(model, W)
-    eps = 1e-5
-
-    def fd_param(name, idx):
-        arr = t[name].reshape(-1)  # a view: perturbs t[name] in place
-        keep = arr[idx]
-        arr[idx] = keep + eps
-        up = numpy_loss(cfg, t, state0, tokens, symbols, floor)
-        arr[idx] = keep - eps
-        down = numpy_loss(cfg, t, state0, tokens, symbols, floor)
-        arr[idx] = keep
-        return (up - down) / (2 * eps)
-
     failures = []
-    worst = 0.0
-    checked = 0
-    for spec in model.layout.specs:
-        g = model.layout.get(G, spec.name).reshape(-1)  # file orientation, like t[name]
-        scale = float(np.abs(g).max())
-        assert scale > 0.0, f"{spec.name}: zero gradient"
-        for idx in pick(g, rng):
-            fd = fd_param(spec.name, idx)
-            checked += 1
-            worst = max(worst, abs(g[idx] - fd) / (abs(fd) + 1e-30))
-            if not close(g[idx], fd, scale):
-                failures.append(f"{spec.name}[{idx}]: kernel {g[idx]:.6g} fd {fd:.6g}")
+    worst, checked = check_parameters(
+        model, G, t, lambda: numpy_loss(cfg, t, state0, tokens, symbols, floor), rng, failures)
     assert checked >= 2 * len(model.layout.specs)
 
     s0 = state0.astype(np.float64)
 
     def fd_state(idx):
-        keep = s0[idx]
-        s0[idx] = keep + eps
-        up = numpy_loss(cfg, t, s0, tokens, symbols, floor)
-        s0[idx] = keep - eps
-        down = numpy_loss(cfg, t, s0, tokens, symbols, floor)
-        s0[idx] = keep
-        return (up - down) / (2 * eps)
+        return central_difference(lambda: numpy_loss(cfg, t, s0, tokens, symbols, floor), s0,
+                                  idx)
 
     per = cfg.layer_state_size
     n_mem = (cfg.conv_kernel - 1) * cfg.qkv_dim

@@ -9,7 +9,14 @@ from rwkvzip.kernels import rwkv7
 from rwkvzip.kernels.rwkv7_backward import backward_step
 from rwkvzip.rwkv7 import HEAD_SIZE, VOCAB, Rwkv7Config, Rwkv7Model
 
-from gradcheck import check_deterministic_and_accumulating, close, kernel_gradients, pick
+from gradcheck import (
+    central_difference,
+    check_deterministic_and_accumulating,
+    check_parameters,
+    close,
+    kernel_gradients,
+    pick,
+)
 
 
 def grads(model, W, state0, tokens, symbols, floor):
@@ -121,40 +128,15 @@ def test_backward_matches_finite_differences(cfg, floor):
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(gstate))
 
     t = {k: v.astype(np.float64) for k, v in model.layout.tensors(W).items()}
-    eps = 1e-5
-
-    def fd_param(name, idx):
-        arr = t[name].reshape(-1)  # a view: perturbs t[name] in place
-        keep = arr[idx]
-        arr[idx] = keep + eps
-        up = numpy_loss(cfg, t, state0, tokens, symbols, floor)
-        arr[idx] = keep - eps
-        down = numpy_loss(cfg, t, state0, tokens, symbols, floor)
-        arr[idx] = keep
-        return (up - down) / (2 * eps)
-
     failures = []
-    worst = 0.0
-    for spec in model.layout.specs:
-        g = model.layout.get(G, spec.name).reshape(-1)
-        scale = float(np.abs(g).max())
-        assert scale > 0.0, f"{spec.name}: zero gradient"
-        for idx in pick(g, rng):
-            fd = fd_param(spec.name, idx)
-            worst = max(worst, abs(g[idx] - fd) / (abs(fd) + 1e-30))
-            if not close(g[idx], fd, scale):
-                failures.append(f"{spec.name}[{idx}]: kernel {g[idx]:.6g} fd {fd:.6g}")
+    worst, checked = check_parameters(
+        model, G, t, lambda: numpy_loss(cfg, t, state0, tokens, symbols, floor), rng, failures)
 
     s0 = state0.astype(np.float64)
 
     def fd_state(idx):
-        keep = s0[idx]
-        s0[idx] = keep + eps
-        up = numpy_loss(cfg, t, s0, tokens, symbols, floor)
-        s0[idx] = keep - eps
-        down = numpy_loss(cfg, t, s0, tokens, symbols, floor)
-        s0[idx] = keep
-        return (up - down) / (2 * eps)
+        return central_difference(lambda: numpy_loss(cfg, t, s0, tokens, symbols, floor), s0,
+                                  idx)
 
     for l in range(cfg.layers):
         for part, lo, hi in (("att_prev", 0, C), ("ffn_prev", C, 2 * C), ("wkv", 2 * C, per)):
