@@ -14,9 +14,13 @@ from rwkvzip.kernels import mixer as mx
 class MixConfig:
     """Which context models feed the mixer and how big their tables are.
 
-    orders: context lengths in bytes (0 = the current word, for text); table_bits: each
-    model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes of
-    history (and as many hash entries) for the match model; network: whether the neural
+    orders: the context kinds, by code: 1..7 the last k bytes, 0 the current word (for
+    text), 8 order 0, 9 byte -2, 10 bytes -3 and -4, 11 position in a 4-byte word with byte
+    -4 (fixed-width code), 12..15 records of r bytes, r detected from the data (bitmaps,
+    tables): 12 the byte above and the byte to the left, 13 the two bytes above, 14 the row
+    above around this column, 15 the column and the byte above (docs/FORMAT.md); table_bits:
+    each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
+    of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone).
     """
 
@@ -34,8 +38,10 @@ class MixConfig:
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
             raise ValueError(f"mixing needs 1 to {cx.MAX_MODELS} context orders")
-        if any(not 0 <= k <= 7 for k in self.orders) or len(set(self.orders)) != len(self.orders):
-            raise ValueError("context orders must be distinct, in 0..7 (0: word context)")
+        if (any(not 0 <= k <= cx.MAX_KIND for k in self.orders)
+                or len(set(self.orders)) != len(self.orders)):
+            raise ValueError(f"context orders must be distinct, in 0..{cx.MAX_KIND} "
+                             "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if not 10 <= self.table_bits <= 24:
             raise ValueError("table_bits must be in 10..24")
         if not 12 <= self.match_bits <= 28:
@@ -72,6 +78,7 @@ class MixArrays:
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
+        S[cx.S_REC_ON] = int(any(k >= cx.KIND_REC_ABOVE for k in cfg.orders))
         self.CT = np.zeros(S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS, dtype=np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:] = cx.P_HALF
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)

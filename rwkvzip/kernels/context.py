@@ -1,5 +1,6 @@
-"""Count-based context models: order-k and word contexts hashed into bounded tables, and a
-match model for long repeats. Every number here is an integer, so they are exact everywhere.
+"""Count-based context models: order-k, word, sparse and record (2-D) contexts hashed into
+bounded tables, and a match model for long repeats. Every number here is an integer, so
+they are exact everywhere.
 
 The next byte is seen as 8 binary decisions down a tree (heap node 2**d + prefix at depth
 d). For every order, a context owns one table slot for the high nibble (15 tree nodes) and
@@ -35,7 +36,30 @@ S_ORDERS = 32  # S[S_ORDERS + o]: the order of model o (0 = word context)
 S_CTX = 48  # S[S_CTX + o]: hash of model o's current context
 S_SLOTS = 64  # S[S_SLOTS + 17 * o + j]: slot of nibble j (0: high, 1 + h: low) or -1
 MAX_MODELS = 16
-N_S = S_SLOTS + 17 * MAX_MODELS
+# record-length detection (the record/2-D kinds; after the models' slots, so nothing moved)
+S_REC = S_SLOTS + 17 * MAX_MODELS  # detected record length r (0: none yet)
+S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON = range(S_REC + 1, S_REC + 6)
+S_CPOS = S_REC + 8  # S[S_CPOS + c]: 1 + position of the last byte c (0: not seen)
+S_CDIST = S_CPOS + 256  # S[S_CDIST + c]: distance between the last two bytes c
+S_CRUN = S_CDIST + 256  # S[S_CRUN + c]: how many times in a row that distance repeated
+N_S = S_CRUN + 256
+REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
+REC_VOTES = 16  # ... and a candidate with this many votes becomes the record length
+REC_MAX = 65535  # longest record length detected (and at most a quarter of the history)
+
+# Context kinds: the codes of MixConfig.orders. 1..7: the last k bytes; 0: the current word;
+# 8 and up: no bytes (order 0), sparse bytes, the position in a 4-byte word, and the record
+# (2-D) structure. a(d) is the byte d back (a(1) the last one), r the detected record
+# length (S[S_REC]; while it is 0 every record kind is a single context, like order 0).
+KIND_ORDER0 = 8  # nothing: one context for every byte
+KIND_SPARSE2 = 9  # a(2)
+KIND_SPARSE34 = 10  # a(3), a(4)
+KIND_WORD4 = 11  # pos mod 4, a(4): the same byte of the previous 4-byte word
+KIND_REC_ABOVE = 12  # r, a(r), a(1): the byte above and the one to the left
+KIND_REC_TWO = 13  # r, a(r), a(2r): the two bytes above
+KIND_REC_ROW = 14  # r, a(r - 1), a(r), a(r + 1): the row above around this column
+KIND_REC_COL = 15  # r, pos mod r, a(r): the column and the byte above
+MAX_KIND = 15
 MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
 MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
 MAP_P_BITS = 6  # ... and per probability (its top bits)
@@ -172,6 +196,82 @@ def is_word_byte(c):
 
 
 @jit
+def back(HB, pos, hmask, d):
+    """a(d): the byte d positions back (d = 1: the last byte)."""
+    return np.int64(HB[(pos - d) & hmask])
+
+
+@jit
+def record_update(S, pos, symbol, hmask):
+    """Record-length detection (paq8's record model): when byte `symbol` comes back at the
+    same distance as its last REC_RUN times, that distance votes for the record length;
+    the length follows a candidate with REC_VOTES votes."""
+    last = S[S_CPOS + symbol]
+    S[S_CPOS + symbol] = pos + 1
+    if last == 0:
+        return
+    d = pos + 1 - last
+    if d == S[S_CDIST + symbol]:
+        S[S_CRUN + symbol] += 1
+    else:
+        S[S_CDIST + symbol] = d
+        S[S_CRUN + symbol] = 0
+        return
+    if S[S_CRUN + symbol] < REC_RUN or d < 2 or d > REC_MAX or 4 * d > hmask:
+        return
+    if d == S[S_REC_C1]:
+        S[S_REC_N1] += 1
+    elif d == S[S_REC_C2]:
+        S[S_REC_N2] += 1
+    elif S[S_REC_N1] > S[S_REC_N2]:
+        S[S_REC_C2] = d
+        S[S_REC_N2] = 1
+    else:
+        S[S_REC_C1] = d
+        S[S_REC_N1] = 1
+    if S[S_REC_N1] >= REC_VOTES and S[S_REC] != S[S_REC_C1]:
+        S[S_REC] = S[S_REC_C1]
+        S[S_REC_N1] = 0
+        S[S_REC_N2] = 0
+    if S[S_REC_N2] >= REC_VOTES and S[S_REC] != S[S_REC_C2]:
+        S[S_REC] = S[S_REC_C2]
+        S[S_REC_N1] = 0
+        S[S_REC_N2] = 0
+
+
+@jit
+def mixh(h, x):
+    return hash32(h * 0x01000193 + x + 1)
+
+
+@jit
+def kind_hash(S, HB, k, pos, hmask):
+    """Context hash of a kind >= 8 (see the KIND_ constants) after `pos` bytes."""
+    h = hash32(k * 0x2545F491 + 0x6A09E667)
+    if k == KIND_ORDER0:
+        return h
+    if k == KIND_SPARSE2:
+        return mixh(h, back(HB, pos, hmask, 2))
+    if k == KIND_SPARSE34:
+        return mixh(mixh(h, back(HB, pos, hmask, 3)), back(HB, pos, hmask, 4))
+    if k == KIND_WORD4:
+        return mixh(mixh(h, pos & 3), back(HB, pos, hmask, 4))
+    r = S[S_REC]
+    if r == 0:  # no record length detected yet: one context
+        return h
+    h = mixh(h, r)
+    above = back(HB, pos, hmask, r)
+    if k == KIND_REC_ABOVE:
+        return mixh(mixh(h, above), back(HB, pos, hmask, 1))
+    if k == KIND_REC_TWO:
+        return mixh(mixh(h, above), back(HB, pos, hmask, 2 * r))
+    if k == KIND_REC_ROW:
+        return mixh(mixh(mixh(h, above), back(HB, pos, hmask, r - 1)),
+                    back(HB, pos, hmask, r + 1))
+    return mixh(mixh(h, pos % r), above)  # KIND_REC_COL
+
+
+@jit
 def next_contexts(S, HB, byte):
     """Append the byte to the history and recompute every model's context hash."""
     symbol = np.int64(byte)
@@ -185,14 +285,18 @@ def next_contexts(S, HB, byte):
         S[S_WORD] = hash32((S[S_WORD] ^ c) * 0x2F0B3A49)
     elif S[S_WORD] != 0:
         S[S_WORD] = 0
+    if S[S_REC_ON] != 0:  # only recipes with a record kind pay for the detection
+        record_update(S, pos, symbol, hmask)
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
         if k == WORD_ORDER:
             h = hash32(S[S_WORD] * 0x3C6EF372 + (S[S_HIST] & 0xFF) + 0x1000000)
-        else:
+        elif k <= 7:
             h = k
             for i in range(k):
                 h = hash32(h * 0x01000193 + ((S[S_HIST] >> (8 * i)) & 0xFF) + 1)
+        else:
+            h = kind_hash(S, HB, k, pos + 1, hmask)
         S[S_CTX + o] = h
 
 

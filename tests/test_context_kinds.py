@@ -1,0 +1,97 @@
+"""Context kinds beyond order-k and word (codes >= 8 in MixConfig.orders): they roundtrip,
+bad codes are refused, the record length is found in planted records, and the recipes
+and cards written before them keep their exact JSON."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rwkvzip import api, container
+from rwkvzip.kernels import context
+from rwkvzip.mixing import MixArrays, MixConfig
+from rwkvzip.recipe import Recipe, RecipeError, preset_cards
+
+from target_probe import record_table
+
+ROOT = Path(__file__).resolve().parents[1]
+NEW_KINDS = tuple(range(8, context.MAX_KIND + 1))
+
+
+def records(width, rows, seed, noise=0.1):
+    """A table of `rows` records of `width` bytes: one random row, changed here and there."""
+    rng = np.random.default_rng(seed)
+    row = rng.integers(0, 256, width, dtype=np.uint8)
+    out = np.tile(row, rows)
+    flip = rng.random(out.size) < noise
+    out[flip] = rng.integers(0, 256, int(flip.sum()), dtype=np.uint8)
+    return out.tobytes()
+
+
+def detected_length(data, orders=(1, 12)):
+    arrays = MixArrays(MixConfig(orders=orders, table_bits=10, match_bits=14, network=False), 1)
+    for byte in data:
+        context.next_contexts(arrays.S, arrays.HB, byte)
+    return int(arrays.S[context.S_REC])
+
+
+def test_every_new_kind_roundtrips_and_is_deterministic():
+    data = records(37, 40, 1) + b"The record model reads the byte above. " * 20 + records(12, 50, 2)
+    for first in range(0, len(NEW_KINDS), 6):
+        orders = (1, 2, 0) + NEW_KINDS[first:first + 6]
+        recipe = Recipe(mix=MixConfig(orders=orders, table_bits=11, match_bits=14,
+                                      network=False))
+        blob = api.compress(data, recipe)
+        assert api.decompress(blob) == data
+        assert api.compress(data, recipe) == blob
+
+
+def test_record_contexts_model_a_table_better_than_orders_alone():
+    data = records(53, 120, 3, noise=0.3)
+    plain = MixConfig(orders=(1, 2, 3), table_bits=12, match_bits=14, network=False)
+    rec = replace(plain, orders=(1, 2, 3, context.KIND_REC_ABOVE, context.KIND_REC_TWO))
+    sizes = [len(api.compress(data, r)) - len(container.encode_header(r))
+             for r in (Recipe(mix=plain), Recipe(mix=rec))]
+    assert sizes[1] < 0.9 * sizes[0]
+
+
+@pytest.mark.parametrize("width", [2, 7, 37, 216, 1000])
+def test_record_length_detection_finds_a_planted_period(width):
+    assert detected_length(records(width, max(40, 40_000 // width), width)) == width
+
+
+def test_record_length_follows_a_new_period_and_ignores_noise():
+    assert detected_length(record_table()) == 45  # the cross-target probe's table
+    assert detected_length(records(37, 60, 4) + records(50, 80, 5)) == 50
+    noise = np.random.default_rng(6).integers(0, 256, 50_000, dtype=np.uint8).tobytes()
+    assert detected_length(noise) == 0
+    assert detected_length(b"\0" * 10_000) == 0  # runs of one byte are no records
+    # only recipes with a new kind pay for the detection
+    assert detected_length(records(37, 60, 4), orders=(1, 2, 0)) == 0
+
+
+@pytest.mark.parametrize("orders, message", [
+    ((1, context.MAX_KIND + 1), "distinct"), ((1, -1), "distinct"), ((12, 12), "distinct"),
+    ((), "1 to 16")])
+def test_bad_kind_codes_are_refused(orders, message):
+    with pytest.raises(ValueError, match=message):
+        MixConfig(orders=orders).validate()
+    d = Recipe(mix=MixConfig()).to_dict()
+    d["mix"]["orders"] = list(orders)
+    with pytest.raises(RecipeError):
+        Recipe.from_dict(d)
+
+
+def test_cards_and_old_recipes_keep_their_exact_json():
+    assert list(MixConfig().to_dict()) == ["orders", "table_bits", "match_bits", "count_limit",
+                                           "lr", "lr_min", "lr_decay", "apm_rate", "map_rate",
+                                           "network"]
+    for card in preset_cards().values():
+        shipped = json.loads((ROOT / "models" / f"{card.name}.json").read_text())["recipe"]
+        assert card.recipe.to_json() == json.dumps(shipped, sort_keys=True,
+                                                   separators=(",", ":")).encode()
+    old = Recipe(mix=MixConfig(orders=(1, 2, 3, 0), table_bits=12))
+    assert b'"orders":[1,2,3,0]' in old.to_json()
+    assert Recipe.from_json(old.to_json()) == old
