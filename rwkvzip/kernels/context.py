@@ -44,6 +44,8 @@ S_CDIST = S_CPOS + 256  # S[S_CDIST + c]: distance between the last two bytes c
 S_CRUN = S_CDIST + 256  # S[S_CRUN + c]: how many times in a row that distance repeated
 N_S = S_CRUN + 256
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
+REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
+REC_SHORT = 16
 REC_VOTES = 16  # ... and a candidate with this many votes becomes the record length
 REC_MAX = 65535  # longest record length detected (and at most a quarter of the history)
 
@@ -204,8 +206,9 @@ def back(HB, pos, hmask, d):
 @jit
 def record_update(S, pos, symbol, hmask):
     """Record-length detection (paq8's record model): when byte `symbol` comes back at the
-    same distance as its last REC_RUN times, that distance votes for the record length;
-    the length follows a candidate with REC_VOTES votes."""
+    same distance as its last REC_RUN times (REC_RUN_SHORT times for a short distance),
+    that distance votes for the record length; the length follows a candidate with
+    REC_VOTES votes."""
     last = S[S_CPOS + symbol]
     S[S_CPOS + symbol] = pos + 1
     if last == 0:
@@ -217,7 +220,8 @@ def record_update(S, pos, symbol, hmask):
         S[S_CDIST + symbol] = d
         S[S_CRUN + symbol] = 0
         return
-    if S[S_CRUN + symbol] < REC_RUN or d < 2 or d > REC_MAX or 4 * d > hmask:
+    if (S[S_CRUN + symbol] < (REC_RUN_SHORT if d < REC_SHORT else REC_RUN) or d < 2
+            or d > REC_MAX or 4 * d > hmask):
         return
     if d == S[S_REC_C1]:
         S[S_REC_N1] += 1
