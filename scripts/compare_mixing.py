@@ -1,6 +1,7 @@
 """Pure network vs context models alone vs both mixed, on the same files.
 
     python scripts/compare_mixing.py --part neural|cm|mixed [--preset mix-v1] --json OUT FILE...
+        [--orders 1,2,3,4,6,0,8,13] [--mix lr=0.02 --mix count_limit=15]
     python scripts/compare_mixing.py --table A.json B.json C.json
 
 Each part runs in its own process so its peak RSS is its own. Speeds are KB per second of
@@ -25,8 +26,16 @@ from rwkvzip.api import compress_stream, decompress_stream
 from rwkvzip.recipe import preset_by_name
 
 
-def part_recipe(preset: str, part: str):
+def part_recipe(preset: str, part: str, orders: str | None = None, mix: tuple = ()):
     recipe = preset_by_name(preset).recipe
+    changes = {} if orders is None else {"orders": tuple(int(k) for k in orders.split(","))}
+    for item in mix:
+        key, _, value = item.partition("=")
+        kind = type(getattr(recipe.mix, key))
+        changes[key] = value.lower() in ("1", "true") if kind is bool else kind(value)
+    if changes:
+        recipe = replace(recipe, mix=replace(recipe.mix, **changes))
+        recipe.validate()
     if part == "neural":
         return replace(recipe, mix=None)
     if part == "cm":
@@ -76,12 +85,15 @@ def main() -> None:
     ap.add_argument("--part", choices=["neural", "cm", "mixed"])
     ap.add_argument("--preset", default="mix-v1")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--orders", help="the preset's context kinds replaced, e.g. 1,2,3,4,6,0,8,13")
+    ap.add_argument("--mix", action="append", default=[], metavar="FIELD=VALUE",
+                    help="another MixConfig field of the preset changed (repeatable)")
     ap.add_argument("--table", action="store_true", help="print the table of JSON files")
     args = ap.parse_args()
     if args.table:
         table(args.files)
         return
-    recipe = part_recipe(args.preset, args.part)
+    recipe = part_recipe(args.preset, args.part, args.orders, args.mix)
     compress_stream(io.BytesIO(b"warm-up: load or compile the kernels " * 50), io.BytesIO(),
                     recipe)
     rows = []
