@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 
 from rwkvzip.gdn import GdnConfig, GdnModel
-from rwkvzip.mixing import MixConfig
+from rwkvzip.mixing import OPTIONAL_FIELDS, MixConfig
 from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
@@ -170,6 +170,7 @@ def _require_fields(d: dict, cls: type, what: str) -> None:
 def _mix_from_dict(d: dict) -> MixConfig:
     if not isinstance(d, dict):
         raise RecipeError("recipe mix must be a JSON object or null")
+    d = {name: getattr(MixConfig, name) for name in OPTIONAL_FIELDS} | d
     _require_fields(d, MixConfig, "mix")
     orders = d["orders"]
     if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
