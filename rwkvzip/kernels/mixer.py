@@ -94,10 +94,13 @@ def init_tables(S, MX):
     for cell in range(K * cx.MAP_COUNTS * cells):
         p = ((cell & (cells - 1)) + 0.5) / cells  # the centre of the cell's probabilities
         sm[cell] = log64(p) - log64(1.0 - p)
+    identity = np.empty(APM_CELLS, dtype=np.float32)
+    for j in range(APM_CELLS):
+        identity[j] = sigmoid64((j - 16) * 0.5)
     for base, n in ((S[S_A1], 256), (S[S_A2], 65536)):
         for i in range(n):
             for j in range(APM_CELLS):
-                MX[base + i * APM_CELLS + j] = sigmoid64((j - 16) * 0.5)
+                MX[base + i * APM_CELLS + j] = identity[j]
 
 
 @jit
