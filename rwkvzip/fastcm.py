@@ -1,0 +1,94 @@
+"""The fast predictor's settings (recipe field `counts`) and the arrays its kernels work on:
+byte-oriented count models of several orders and a match model, linearly mixed
+(kernels/counts.py). No network runs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from rwkvzip.kernels import counts as ck
+
+W_INIT_ORDER = 1.0  # initial weight of every order's distribution
+W_INIT_MATCH = 1.0  # ... of the match model
+W_INIT_UNIFORM = 0.05  # ... of the uniform distribution
+
+
+@dataclass(frozen=True)
+class CountsConfig:
+    """orders: context lengths in bytes, ascending (0 … 7; orders 0 and 1 are indexed
+    directly, higher ones hashed into 2**table_bits rows of 256 counts each); limit: a row's
+    counts are halved when their total exceeds it; match_bits: 2**match_bits bytes of history
+    and as many hash entries for the match model, which looks for the last occurrence of the
+    current match_min bytes; lr: the weights' learning rate."""
+
+    orders: tuple[int, ...] = (0, 1, 2, 3, 4)
+    table_bits: int = 16
+    limit: int = 255
+    match_bits: int = 22
+    match_min: int = 6
+    lr: float = 0.02
+
+    def validate(self) -> None:
+        o = self.orders
+        if not 1 <= len(o) <= ck.MAX_ORDERS:
+            raise ValueError(f"counts needs 1 to {ck.MAX_ORDERS} orders")
+        if any(not 0 <= k <= 7 for k in o) or list(o) != sorted(set(o)):
+            raise ValueError("count orders must be distinct and ascending, in 0..7")
+        if not 8 <= self.table_bits <= 22:
+            raise ValueError("counts table_bits must be in 8..22")
+        if not 2 <= self.limit <= 65000:
+            raise ValueError("counts limit must be in 2..65000")
+        if not 12 <= self.match_bits <= 26:
+            raise ValueError("counts match_bits must be in 12..26")
+        if not 2 <= self.match_min <= 7:
+            raise ValueError("counts match_min must be in 2..7")
+        if not 0.0 < self.lr <= 1.0:
+            raise ValueError("counts lr must be in (0, 1]")
+
+    def rows(self) -> int:
+        return sum(1 if k == 0 else 256 if k == 1 else 1 << self.table_bits
+                   for k in self.orders)
+
+    def memory_bytes(self) -> int:
+        """Bytes of every array: count rows, match hash table and history, weights."""
+        return (2 * ck.ROW * self.rows() + 8 * (ck.N_S + (1 << self.match_bits))
+                + (1 << self.match_bits) + 4 * ck.weights_size(len(self.orders)))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["orders"] = list(self.orders)
+        return d
+
+
+class CountArrays:
+    """The count tables, state, weights and history of one stream."""
+
+    def __init__(self, cfg: CountsConfig, floor: float):
+        K = len(cfg.orders)
+        S = np.zeros(ck.N_S + (1 << cfg.match_bits), dtype=np.int64)
+        S[ck.S_K] = K
+        S[ck.S_LIMIT] = cfg.limit
+        S[ck.S_MBITS] = cfg.match_bits
+        S[ck.S_HBITS] = cfg.match_bits
+        S[ck.S_MMIN] = cfg.match_min
+        S[ck.S_EXPECT] = -1
+        base = 0
+        for i, k in enumerate(cfg.orders):
+            S[ck.S_ORDER + i] = k
+            S[ck.S_BASE + i] = base
+            S[ck.S_BITS + i] = 0 if k <= 1 else cfg.table_bits
+            base += 1 if k == 0 else 256 if k == 1 else 1 << cfg.table_bits
+        self.C = np.zeros((base, ck.ROW), dtype=np.uint16)
+        W = np.zeros(ck.weights_size(K), dtype=np.float32)
+        W[ck.W_LR] = cfg.lr
+        W[ck.W_FLOOR] = floor
+        sets = W[ck.W_BASE:].reshape(K + 1, K + 2, ck.NCONF)
+        sets[:, :K] = W_INIT_ORDER
+        sets[:, K] = W_INIT_MATCH
+        sets[:, K + 1] = W_INIT_UNIFORM
+        self.S, self.W = S, W
+        self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
+        self.probs = W[:256]  # the distribution of the next byte, kept current by the kernels
+        ck.begin(self.C, S, W)

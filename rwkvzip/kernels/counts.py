@@ -1,0 +1,297 @@
+"""Byte-oriented count models, linearly mixed: the fast predictor (recipe field `counts`).
+
+For every context order k, a table of rows of 256 integer counts (how often each byte
+followed a context) gives the distribution counts/total. The coded distribution is a
+weighted sum of these distributions, a match model's vote for the byte that followed the
+last occurrence of the current context, and the uniform distribution:
+
+    P(x) = floor + (1 - 256 floor) * (sum_i w_i q_i(x)) / (sum_i w_i)
+
+Each input's weight w_i is read from a table chosen by the input's confidence context (its
+row's total and number of distinct bytes, or the match length) and by the highest order
+whose context is known, so at most K + 2 weights take part per byte; they learn online by
+the multiplicative rule w_i <- w_i (1 + lr (q_i(y) / P(y) - 1)) (a damped Bayesian update:
+lr = 1 is Bayes' rule for a mixture), clamped to [W_MIN, W_MAX].
+
+Everything that decides a count is an integer; the float arithmetic runs in a fixed order
+(sequential loops, no reductions LLVM may reorder), so every CPU computes the same bits.
+
+Arrays (allocated by rwkvzip.fastcm.CountArrays):
+  C   uint16 (rows, ROW): row r holds 256 counts, then its check value, total and number of
+      distinct bytes. Row 0 is order 0, rows 1..256 order 1 (by the last byte), then each
+      higher order's hashed table of 2**bits rows. A row whose check differs from the
+      context's is unknown (predicts nothing) and is taken over (zeroed) when learning.
+  S   int64: the state (history, match, current rows), settings and, from S_MT on, the
+      match model's hash table (position after each hashed MATCH_MIN-byte context).
+  W   float32: W[0:256] the distribution of the next byte (what the coder uses), W[W_Z]
+      the sum of the weights in use, settings, then the weight tables.
+  HB  uint8: the history ring of the match model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rwkvzip.kernels.jit import jit
+
+M32 = 0xFFFFFFFF
+ROW = 260  # uint16 per row: 256 counts, check, total, distinct, padding
+R_CHECK, R_TOTAL, R_DISTINCT = 256, 257, 258
+MAX_ORDERS = 8
+NCONF = 32  # confidence contexts per input (count/distinct buckets, match lengths)
+MATCH_MAX = 65535
+
+# S slots
+(S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_H, S_HBITS) = range(11)
+S_ORDER = 16  # S[S_ORDER + i]: context length of order input i (ascending)
+S_BASE = 24  # first row of input i's table
+S_BITS = 32  # log2 rows of input i's table (0: direct, orders 0 and 1)
+S_ROW = 40  # current row of input i (hashed: the row its context would own)
+S_CHK = 48  # check value of input i's current context (-1: direct row, always its own)
+S_WI = 56  # weight index in use for input i (orders, then match, then uniform), or -1
+S_MT = 72  # the match hash table starts here
+N_S = S_MT
+
+# W slots
+W_Z, W_LR, W_MIN_, W_MAX_, W_FLOOR = range(256, 261)
+W_BASE = 264
+W_MIN = 1.0 / 4096.0
+W_MAX = 4096.0
+
+
+def weights_size(n_orders: int) -> int:
+    """Floats in W: the distribution, settings, and (K + 1) sets x (K + 2) inputs x NCONF."""
+    return W_BASE + (n_orders + 1) * (n_orders + 2) * NCONF
+
+
+@jit
+def hash32(x):
+    """A fixed 32-bit mixing function (integer-only, so identical on every machine)."""
+    x = x & M32
+    x ^= x >> 16
+    x = (x * 0x45D9F3B) & M32
+    x ^= x >> 16
+    x = (x * 0x45D9F3B) & M32
+    x ^= x >> 16
+    return x
+
+
+@jit
+def total_bucket(t):
+    if t < 4:
+        return t - 1
+    if t < 6:
+        return 3
+    if t < 10:
+        return 4
+    if t < 20:
+        return 5
+    if t < 50:
+        return 6
+    return 7
+
+
+@jit
+def match_bucket(length):
+    if length < 16:
+        return length
+    return min(16 + ((length - 16) >> 3), NCONF - 1)
+
+
+@jit
+def contexts(C, S):
+    """Rows and check values of every order's current context (from the history)."""
+    hist = S[S_HIST]
+    for i in range(S[S_K]):
+        k = S[S_ORDER + i]
+        bits = S[S_BITS + i]
+        if bits == 0:  # direct: order 0 has one row, order 1 one per last byte
+            S[S_ROW + i] = S[S_BASE + i] + (hist & 0xFF if k == 1 else 0)
+            S[S_CHK + i] = -1
+            continue
+        h = hash32(k * 0x9E3779B1 + 0x5BD1E995)
+        for j in range(k):
+            h = hash32(h * 0x01000193 + ((hist >> (8 * j)) & 0xFF) + 1)
+        row = S[S_BASE + i] + (h >> (32 - bits))
+        chk = h & 0xFFFF
+        S[S_CHK + i] = chk
+        S[S_ROW + i] = row
+
+
+@jit
+def known(C, S, i):
+    """Whether input i's current row belongs to its context (direct rows always do)."""
+    chk = S[S_CHK + i]
+    return chk < 0 or np.int64(C[S[S_ROW + i], R_CHECK]) == chk
+
+
+@jit
+def predict(C, S, W):
+    """The distribution of the next byte into W[0:256]; records the weights in use."""
+    K = S[S_K]
+    nin = K + 2
+    h = 0
+    for i in range(K):
+        if known(C, S, i) and C[S[S_ROW + i], R_TOTAL] > 0:
+            h = i
+    wset = W_BASE + h * nin * NCONF
+    P = W[:256]
+    wu = W[wset + (K + 1) * NCONF]
+    S[S_WI + K + 1] = wset + (K + 1) * NCONF
+    z = np.float64(wu)
+    u = np.float32(wu) / np.float32(256.0)
+    for x in range(256):
+        P[x] = u
+    for i in range(K):
+        S[S_WI + i] = -1
+        r = S[S_ROW + i]
+        if not known(C, S, i):
+            continue
+        t = np.int64(C[r, R_TOTAL])
+        if t == 0:
+            continue
+        d = min(np.int64(C[r, R_DISTINCT]), 4) - 1
+        wi = wset + i * NCONF + total_bucket(t) * 4 + d
+        S[S_WI + i] = wi
+        w = W[wi]
+        z += w
+        s = w / np.float32(t)
+        row = C[r]
+        for x in range(256):
+            P[x] += s * np.float32(row[x])
+    S[S_WI + K] = -1
+    e = S[S_EXPECT]
+    if e >= 0:
+        wi = wset + K * NCONF + match_bucket(S[S_LEN])
+        S[S_WI + K] = wi
+        z += W[wi]
+        P[e] += W[wi]
+    W[W_Z] = z
+    floor = W[W_FLOOR]
+    scale = np.float32((1.0 - 256.0 * floor) / z)
+    for x in range(256):
+        P[x] = floor + scale * P[x]
+
+
+@jit
+def learn_weights(C, S, W, y):
+    """Move the weights in use towards the inputs that gave the coded byte y more mass."""
+    K = S[S_K]
+    q = np.zeros(MAX_ORDERS + 2)
+    wu = S[S_WI + K + 1]
+    q[K + 1] = 1.0 / 256.0
+    num = W[wu] * q[K + 1]
+    for i in range(K):
+        wi = S[S_WI + i]
+        if wi >= 0:
+            r = S[S_ROW + i]
+            q[i] = np.float64(C[r, y]) / np.float64(C[r, R_TOTAL])
+            num += W[wi] * q[i]
+    wm = S[S_WI + K]
+    if wm >= 0:
+        q[K] = 1.0 if S[S_EXPECT] == y else 0.0
+        num += W[wm] * q[K]
+    inv = np.float64(W[W_Z]) / num  # 1 / P(y) of the mixture before the floor
+    lr = np.float64(W[W_LR])
+    for i in range(K + 2):
+        wi = S[S_WI + i]
+        if wi >= 0:
+            w = np.float64(W[wi]) * (1.0 + lr * (q[i] * inv - 1.0))
+            W[wi] = min(max(w, W_MIN), W_MAX)
+
+
+@jit
+def learn_counts(C, S, y):
+    limit = S[S_LIMIT]
+    for i in range(S[S_K]):
+        r = S[S_ROW + i]
+        row = C[r]
+        chk = S[S_CHK + i]
+        if chk >= 0 and np.int64(row[R_CHECK]) != chk:  # take the row over for this context
+            for x in range(ROW):
+                row[x] = 0
+            row[R_CHECK] = np.uint16(chk)
+        c = np.int64(row[y])
+        if c == 0:
+            row[R_DISTINCT] += np.uint16(1)
+        row[y] = np.uint16(c + 1)
+        t = np.int64(row[R_TOTAL]) + 1
+        row[R_TOTAL] = np.uint16(t)
+        if t > limit:
+            t = 0
+            d = 0
+            for x in range(256):
+                v = np.int64(row[x]) >> 1
+                row[x] = np.uint16(v)
+                t += v
+                d += v > 0
+            row[R_TOTAL] = np.uint16(t)
+            row[R_DISTINCT] = np.uint16(d)
+
+
+@jit
+def learn_match(S, HB, y):
+    """Append y to the history; extend or drop the match, then look for a new one."""
+    hmask = (1 << S[S_HBITS]) - 1
+    pos = S[S_POS]
+    HB[pos & hmask] = np.uint8(y)
+    pos += 1
+    S[S_POS] = pos
+    S[S_HIST] = ((S[S_HIST] << 8) | y) & 0xFFFFFFFFFFFFFF  # the last 7 bytes
+    length = S[S_LEN]
+    if length > 0:
+        if S[S_EXPECT] == y:
+            S[S_PTR] += 1
+            S[S_LEN] = min(length + 1, MATCH_MAX)
+        else:
+            S[S_LEN] = 0
+    mmin = S[S_MMIN]
+    if pos >= mmin:
+        key = S[S_HIST] & ((1 << (8 * mmin)) - 1)
+        h = hash32(hash32(key & M32) + (key >> 32))
+        idx = S_MT + (h >> (32 - S[S_MBITS]))
+        if S[S_LEN] == 0:
+            cand = S[idx]
+            if cand > 0 and pos - cand < hmask:
+                n = 0
+                while (n < 32 and n < cand
+                       and HB[(cand - 1 - n) & hmask] == HB[(pos - 1 - n) & hmask]):
+                    n += 1
+                if n >= mmin:
+                    S[S_LEN] = n
+                    S[S_PTR] = cand
+        S[idx] = pos
+    S[S_EXPECT] = np.int64(HB[S[S_PTR] & hmask]) if S[S_LEN] > 0 else -1
+
+
+@jit
+def learn(y, C, S, W, HB):
+    """Learn the coded byte y, then predict the next one into W[0:256]."""
+    learn_weights(C, S, W, y)
+    learn_counts(C, S, y)
+    learn_match(S, HB, y)
+    contexts(C, S)
+    predict(C, S, W)
+
+
+@jit
+def begin(C, S, W):
+    """The prediction for the first byte (empty history)."""
+    contexts(C, S)
+    predict(C, S, W)
+
+
+@jit
+def run(data, probs, record, C, S, W, HB):
+    """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution."""
+    for t in range(data.shape[0]):
+        if record:
+            for x in range(256):
+                probs[t, x] = W[x]
+        learn(np.int64(data[t]), C, S, W, HB)
+
+
+@jit
+def step(y, C, S, W, HB):
+    """The decoder's step: learn the byte just decoded, predict the next (one dispatch)."""
+    learn(np.int64(y), C, S, W, HB)
