@@ -21,7 +21,8 @@ class CountsConfig:
     directly, higher ones hashed into 2**table_bits rows of 256 counts each); limit: a row's
     counts are halved when their total exceeds it; match_bits: 2**match_bits bytes of history
     and as many hash entries for the match model, which looks for the last occurrence of the
-    current match_min bytes; lr: the weights' learning rate."""
+    current match_min bytes; lr: the weights' learning rate; word: one more count model
+    whose context is the current word (letters, case-folded) and the byte before."""
 
     orders: tuple[int, ...] = (0, 1, 2, 3, 4)
     table_bits: int = 16
@@ -29,11 +30,12 @@ class CountsConfig:
     match_bits: int = 22
     match_min: int = 6
     lr: float = 0.02
+    word: bool = True
 
     def validate(self) -> None:
         o = self.orders
-        if not 1 <= len(o) <= ck.MAX_ORDERS:
-            raise ValueError(f"counts needs 1 to {ck.MAX_ORDERS} orders")
+        if not o:
+            raise ValueError("counts needs at least one order")
         if any(not 0 <= k <= 7 for k in o) or list(o) != sorted(set(o)):
             raise ValueError("count orders must be distinct and ascending, in 0..7")
         if not 8 <= self.table_bits <= 22:
@@ -47,14 +49,18 @@ class CountsConfig:
         if not 0.0 < self.lr <= 1.0:
             raise ValueError("counts lr must be in (0, 1]")
 
+    def inputs(self) -> tuple[int, ...]:
+        """The count models' context lengths, the word context last (counts.WORD)."""
+        return self.orders + ((ck.WORD,) if self.word else ())
+
     def rows(self) -> int:
         return sum(1 if k == 0 else 256 if k == 1 else 1 << self.table_bits
-                   for k in self.orders)
+                   for k in self.inputs())
 
     def memory_bytes(self) -> int:
         """Bytes of every array: count rows, match hash table and history, weights."""
         return (2 * ck.ROW * self.rows() + 8 * (ck.N_S + (1 << self.match_bits))
-                + (1 << self.match_bits) + 4 * ck.weights_size(len(self.orders)))
+                + (1 << self.match_bits) + 4 * ck.weights_size(len(self.inputs())))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -66,7 +72,7 @@ class CountArrays:
     """The count tables, state, weights and history of one stream."""
 
     def __init__(self, cfg: CountsConfig, floor: float):
-        K = len(cfg.orders)
+        K = len(cfg.inputs())
         S = np.zeros(ck.N_S + (1 << cfg.match_bits), dtype=np.int64)
         S[ck.S_K] = K
         S[ck.S_LIMIT] = cfg.limit
@@ -75,7 +81,7 @@ class CountArrays:
         S[ck.S_MMIN] = cfg.match_min
         S[ck.S_EXPECT] = -1
         base = 0
-        for i, k in enumerate(cfg.orders):
+        for i, k in enumerate(cfg.inputs()):
             S[ck.S_ORDER + i] = k
             S[ck.S_BASE + i] = base
             S[ck.S_BITS + i] = 0 if k <= 1 else cfg.table_bits

@@ -35,21 +35,23 @@ import numpy as np
 from rwkvzip.kernels.jit import jit
 
 M32 = 0xFFFFFFFF
-ROW = 260  # uint16 per row: 256 counts, check, total, distinct, padding
-R_CHECK, R_TOTAL, R_DISTINCT = 256, 257, 258
-MAX_ORDERS = 8
-NCONF = 32  # confidence contexts per input (count/distinct buckets, match lengths)
+ROW = 260  # uint16 per row: 256 counts, check, total, distinct, largest count
+R_CHECK, R_TOTAL, R_DISTINCT, R_MAX = 256, 257, 258, 259
+MAX_ORDERS = 9  # byte orders 0 ... 7 and the word context
+WORD = 8  # the "order" of the word context: the current word's letters and the last byte
+NCONF = 64  # confidence contexts per input (count/distinct buckets, match lengths)
 MATCH_MAX = 65535
 
 # S slots
-(S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_H, S_HBITS) = range(11)
-S_ORDER = 16  # S[S_ORDER + i]: context length of order input i (ascending)
-S_BASE = 24  # first row of input i's table
-S_BITS = 32  # log2 rows of input i's table (0: direct, orders 0 and 1)
-S_ROW = 40  # current row of input i (hashed: the row its context would own)
-S_CHK = 48  # check value of input i's current context (-1: direct row, always its own)
-S_WI = 56  # weight index in use for input i (orders, then match, then uniform), or -1
-S_MT = 72  # the match hash table starts here
+(S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_WORD,
+ S_HBITS) = range(11)
+S_ORDER = 16  # S[S_ORDER + i]: context length of input i (ascending; WORD last)
+S_BASE = 26  # first row of input i's table
+S_BITS = 36  # log2 rows of input i's table (0: direct, orders 0 and 1)
+S_ROW = 46  # current row of input i (hashed: the row its context would own)
+S_CHK = 56  # check value of input i's current context (-1: direct row, always its own)
+S_WI = 66  # weight index in use for input i (counts, then match, then uniform), or -1
+S_MT = 80  # the match hash table starts here
 N_S = S_MT
 
 # W slots
@@ -92,6 +94,14 @@ def total_bucket(t):
 
 
 @jit
+def shape_bucket(C, r, t):
+    """0: one byte seen in this context; 1 ... 7: the largest count's share of the total."""
+    if C[r, R_DISTINCT] == 1:
+        return 0
+    return 1 + min(6, (8 * np.int64(C[r, R_MAX])) // t)
+
+
+@jit
 def match_bucket(length):
     if length < 16:
         return length
@@ -109,12 +119,20 @@ def contexts(C, S):
             S[S_ROW + i] = S[S_BASE + i] + (hist & 0xFF if k == 1 else 0)
             S[S_CHK + i] = -1
             continue
-        h = hash32(k * 0x9E3779B1 + 0x5BD1E995)
-        for j in range(k):
-            h = hash32(h * 0x01000193 + ((hist >> (8 * j)) & 0xFF) + 1)
+        if k == WORD:
+            h = hash32(S[S_WORD] * 0x3C6EF372 + (hist & 0xFF) + 0x1000000)
+        else:
+            h = hash32(k * 0x9E3779B1 + 0x5BD1E995)
+            for j in range(k):
+                h = hash32(h * 0x01000193 + ((hist >> (8 * j)) & 0xFF) + 1)
         row = S[S_BASE + i] + (h >> (32 - bits))
         chk = h & 0xFFFF
         S[S_CHK + i] = chk
+        if np.int64(C[row, R_CHECK]) != chk:  # two candidate rows; else the less used one
+            other = row ^ 1
+            if (np.int64(C[other, R_CHECK]) == chk
+                    or C[other, R_TOTAL] < C[row, R_TOTAL]):
+                row = other
         S[S_ROW + i] = row
 
 
@@ -132,7 +150,7 @@ def predict(C, S, W):
     nin = K + 2
     h = 0
     for i in range(K):
-        if known(C, S, i) and C[S[S_ROW + i], R_TOTAL] > 0:
+        if S[S_ORDER + i] != WORD and known(C, S, i) and C[S[S_ROW + i], R_TOTAL] > 0:
             h = i
     wset = W_BASE + h * nin * NCONF
     P = W[:256]
@@ -150,8 +168,7 @@ def predict(C, S, W):
         t = np.int64(C[r, R_TOTAL])
         if t == 0:
             continue
-        d = min(np.int64(C[r, R_DISTINCT]), 4) - 1
-        wi = wset + i * NCONF + total_bucket(t) * 4 + d
+        wi = wset + i * NCONF + total_bucket(t) * 8 + shape_bucket(C, r, t)
         S[S_WI + i] = wi
         w = W[wi]
         z += w
@@ -174,29 +191,32 @@ def predict(C, S, W):
 
 
 @jit
+def input_q(C, S, i, y):
+    """Input i's probability of byte y (orders, then match, then uniform)."""
+    K = S[S_K]
+    if i == K + 1:
+        return 1.0 / 256.0
+    if i == K:
+        return 1.0 if S[S_EXPECT] == y else 0.0
+    r = S[S_ROW + i]
+    return np.float64(C[r, y]) / np.float64(C[r, R_TOTAL])
+
+
+@jit
 def learn_weights(C, S, W, y):
     """Move the weights in use towards the inputs that gave the coded byte y more mass."""
-    K = S[S_K]
-    q = np.zeros(MAX_ORDERS + 2)
-    wu = S[S_WI + K + 1]
-    q[K + 1] = 1.0 / 256.0
-    num = W[wu] * q[K + 1]
-    for i in range(K):
+    n = S[S_K] + 2
+    num = 0.0
+    for i in range(n):
         wi = S[S_WI + i]
         if wi >= 0:
-            r = S[S_ROW + i]
-            q[i] = np.float64(C[r, y]) / np.float64(C[r, R_TOTAL])
-            num += W[wi] * q[i]
-    wm = S[S_WI + K]
-    if wm >= 0:
-        q[K] = 1.0 if S[S_EXPECT] == y else 0.0
-        num += W[wm] * q[K]
+            num += W[wi] * input_q(C, S, i, y)
     inv = np.float64(W[W_Z]) / num  # 1 / P(y) of the mixture before the floor
     lr = np.float64(W[W_LR])
-    for i in range(K + 2):
+    for i in range(n):
         wi = S[S_WI + i]
         if wi >= 0:
-            w = np.float64(W[wi]) * (1.0 + lr * (q[i] * inv - 1.0))
+            w = np.float64(W[wi]) * (1.0 + lr * (input_q(C, S, i, y) * inv - 1.0))
             W[wi] = min(max(w, W_MIN), W_MAX)
 
 
@@ -215,6 +235,8 @@ def learn_counts(C, S, y):
         if c == 0:
             row[R_DISTINCT] += np.uint16(1)
         row[y] = np.uint16(c + 1)
+        if c + 1 > np.int64(row[R_MAX]):
+            row[R_MAX] = np.uint16(c + 1)
         t = np.int64(row[R_TOTAL]) + 1
         row[R_TOTAL] = np.uint16(t)
         if t > limit:
@@ -227,6 +249,7 @@ def learn_counts(C, S, y):
                 d += v > 0
             row[R_TOTAL] = np.uint16(t)
             row[R_DISTINCT] = np.uint16(d)
+            row[R_MAX] = row[R_MAX] >> 1
 
 
 @jit
@@ -238,6 +261,10 @@ def learn_match(S, HB, y):
     pos += 1
     S[S_POS] = pos
     S[S_HIST] = ((S[S_HIST] << 8) | y) & 0xFFFFFFFFFFFFFF  # the last 7 bytes
+    if (97 <= y <= 122) or (65 <= y <= 90) or y >= 128:  # a letter: the word goes on
+        S[S_WORD] = hash32((S[S_WORD] ^ (y + 32 if 65 <= y <= 90 else y)) * 0x2F0B3A49)
+    else:
+        S[S_WORD] = 0
     length = S[S_LEN]
     if length > 0:
         if S[S_EXPECT] == y:
