@@ -11,8 +11,9 @@ import numpy as np
 from rwkvzip.kernels import counts as ck
 
 W_INIT_ORDER = 1.0  # initial weight of every order's distribution
-W_INIT_MATCH = 1.0  # ... of the match model
-W_INIT_UNIFORM = 0.05  # ... of the uniform distribution
+W_INIT_MATCH = 2.0  # ... of the match model
+W_INIT_UNIFORM = 0.2  # ... of the uniform distribution
+MATCH_HASH_SHIFT = 2  # the match model hashes 2**(match_bits - 2) contexts
 
 
 @dataclass(frozen=True)
@@ -20,9 +21,10 @@ class CountsConfig:
     """orders: context lengths in bytes, ascending (0 … 7; orders 0 and 1 are indexed
     directly, higher ones hashed into 2**table_bits rows of 256 counts each); limit: a row's
     counts are halved when their total exceeds it; match_bits: 2**match_bits bytes of history
-    and as many hash entries for the match model, which looks for the last occurrence of the
-    current match_min bytes; lr: the weights' learning rate; word: one more count model
-    whose context is the current word (letters, case-folded) and the byte before."""
+    for the match model, which finds the last occurrence of the current match_min bytes
+    through a hash table of 2**(match_bits - 2) positions; lr: the weights' learning rate;
+    word: one more count model whose context is the current word (letters, case-folded) and
+    the byte before."""
 
     orders: tuple[int, ...] = (0, 1, 2, 3, 4)
     table_bits: int = 16
@@ -57,10 +59,17 @@ class CountsConfig:
         return sum(1 if k == 0 else 256 if k == 1 else 1 << self.table_bits
                    for k in self.inputs())
 
+    def slots(self) -> int:
+        """Hash-table slots of the hashed inputs (orders 2 and up, the word context)."""
+        return sum(1 << self.table_bits for k in self.inputs() if k >= 2)
+
     def memory_bytes(self) -> int:
         """Bytes of every array: count rows, match hash table and history, weights."""
-        return (2 * ck.ROW * self.rows() + 8 * (ck.N_S + (1 << self.match_bits))
+        return (2 * ck.ROW * self.rows() + 8 * (ck.N_S + self.match_entries() + self.slots())
                 + (1 << self.match_bits) + 4 * ck.weights_size(len(self.inputs())))
+
+    def match_entries(self) -> int:
+        return 1 << (self.match_bits - MATCH_HASH_SHIFT)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -73,19 +82,21 @@ class CountArrays:
 
     def __init__(self, cfg: CountsConfig, floor: float):
         K = len(cfg.inputs())
-        S = np.zeros(ck.N_S + (1 << cfg.match_bits), dtype=np.int64)
+        S = np.zeros(ck.N_S + cfg.match_entries() + cfg.slots(), dtype=np.int64)
         S[ck.S_K] = K
         S[ck.S_LIMIT] = cfg.limit
-        S[ck.S_MBITS] = cfg.match_bits
+        S[ck.S_MBITS] = cfg.match_bits - MATCH_HASH_SHIFT
         S[ck.S_HBITS] = cfg.match_bits
         S[ck.S_MMIN] = cfg.match_min
         S[ck.S_EXPECT] = -1
-        base = 0
+        base, tab = 0, ck.N_S + cfg.match_entries()
         for i, k in enumerate(cfg.inputs()):
             S[ck.S_ORDER + i] = k
             S[ck.S_BASE + i] = base
             S[ck.S_BITS + i] = 0 if k <= 1 else cfg.table_bits
+            S[ck.S_TAB + i] = tab
             base += 1 if k == 0 else 256 if k == 1 else 1 << cfg.table_bits
+            tab += 0 if k <= 1 else 1 << cfg.table_bits
         self.C = np.zeros((base, ck.ROW), dtype=np.uint16)
         W = np.zeros(ck.weights_size(K), dtype=np.float32)
         W[ck.W_LR] = cfg.lr

@@ -17,12 +17,15 @@ Everything that decides a count is an integer; the float arithmetic runs in a fi
 (sequential loops, no reductions LLVM may reorder), so every CPU computes the same bits.
 
 Arrays (allocated by rwkvzip.fastcm.CountArrays):
-  C   uint16 (rows, ROW): row r holds 256 counts, then its check value, total and number of
-      distinct bytes. Row 0 is order 0, rows 1..256 order 1 (by the last byte), then each
-      higher order's hashed table of 2**bits rows. A row whose check differs from the
-      context's is unknown (predicts nothing) and is taken over (zeroed) when learning.
-  S   int64: the state (history, match, current rows), settings and, from S_MT on, the
-      match model's hash table (position after each hashed MATCH_MIN-byte context).
+  C   uint16 (rows, ROW): row r holds 256 counts, then its check value, total, number of
+      distinct bytes and largest count. Row 0 is order 0, rows 1..256 order 1 (by the last
+      byte), then 2**bits rows for each hashed input (higher orders, the word context),
+      handed out in order of need (so a small input touches little memory).
+  S   int64: the state (history, match, current rows), settings, from S_MT on the match
+      model's hash table (position after each hashed match_min-byte context), then each
+      hashed input's table of 2**bits slots (row + 1, or 0). A context's hash names two
+      slots; the one whose row holds its check value is its own, and an unknown context
+      (predicting nothing) takes over an empty slot or the one with the smaller total.
   W   float32: W[0:256] the distribution of the next byte (what the coder uses), W[W_Z]
       the sum of the weights in use, settings, then the weight tables.
   HB  uint8: the history ring of the match model.
@@ -46,12 +49,15 @@ MATCH_MAX = 65535
 (S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_WORD,
  S_HBITS) = range(11)
 S_ORDER = 16  # S[S_ORDER + i]: context length of input i (ascending; WORD last)
-S_BASE = 26  # first row of input i's table
-S_BITS = 36  # log2 rows of input i's table (0: direct, orders 0 and 1)
-S_ROW = 46  # current row of input i (hashed: the row its context would own)
-S_CHK = 56  # check value of input i's current context (-1: direct row, always its own)
+S_BASE = 26  # first row of input i's rows in C
+S_BITS = 36  # log2 slots of input i's hash table (0: direct rows, orders 0 and 1)
+S_ROW = 46  # row of input i's current context, or -1 (unknown: no row holds it)
+S_CHK = 56  # check value of input i's current context
 S_WI = 66  # weight index in use for input i (counts, then match, then uniform), or -1
-S_MT = 80  # the match hash table starts here
+S_TAB = 80  # where input i's hash table starts in S (slot -> row + 1, 0: empty)
+S_SLOT = 90  # the slot an unknown context takes over when it is learned
+S_NEXT = 100  # rows of input i handed out so far (rows are handed out in order of need)
+S_MT = 112  # the match hash table starts here (then the hash tables of the inputs)
 N_S = S_MT
 
 # W slots
@@ -110,14 +116,15 @@ def match_bucket(length):
 
 @jit
 def contexts(C, S):
-    """Rows and check values of every order's current context (from the history)."""
+    """Rows of every input's current context (from the history), and where an unknown
+    context would go: of the two slots its hash names, an empty one, else the one whose row
+    has the smaller total."""
     hist = S[S_HIST]
     for i in range(S[S_K]):
         k = S[S_ORDER + i]
         bits = S[S_BITS + i]
         if bits == 0:  # direct: order 0 has one row, order 1 one per last byte
             S[S_ROW + i] = S[S_BASE + i] + (hist & 0xFF if k == 1 else 0)
-            S[S_CHK + i] = -1
             continue
         if k == WORD:
             h = hash32(S[S_WORD] * 0x3C6EF372 + (hist & 0xFF) + 0x1000000)
@@ -125,22 +132,27 @@ def contexts(C, S):
             h = hash32(k * 0x9E3779B1 + 0x5BD1E995)
             for j in range(k):
                 h = hash32(h * 0x01000193 + ((hist >> (8 * j)) & 0xFF) + 1)
-        row = S[S_BASE + i] + (h >> (32 - bits))
         chk = h & 0xFFFF
         S[S_CHK + i] = chk
-        if np.int64(C[row, R_CHECK]) != chk:  # two candidate rows; else the less used one
-            other = row ^ 1
-            if (np.int64(C[other, R_CHECK]) == chk
-                    or C[other, R_TOTAL] < C[row, R_TOTAL]):
-                row = other
-        S[S_ROW + i] = row
+        tab = S[S_TAB + i]
+        slot = h >> (32 - bits)
+        r0 = S[tab + slot] - 1
+        r1 = S[tab + (slot ^ 1)] - 1
+        if r0 >= 0 and np.int64(C[r0, R_CHECK]) == chk:
+            S[S_ROW + i] = r0
+        elif r1 >= 0 and np.int64(C[r1, R_CHECK]) == chk:
+            S[S_ROW + i] = r1
+        else:
+            S[S_ROW + i] = -1
+            if r0 >= 0 and (r1 < 0 or C[r1, R_TOTAL] < C[r0, R_TOTAL]):
+                slot ^= 1
+            S[S_SLOT + i] = slot
 
 
 @jit
 def known(C, S, i):
-    """Whether input i's current row belongs to its context (direct rows always do)."""
-    chk = S[S_CHK + i]
-    return chk < 0 or np.int64(C[S[S_ROW + i], R_CHECK]) == chk
+    """Whether a row holds input i's current context."""
+    return S[S_ROW + i] >= 0
 
 
 @jit
@@ -225,12 +237,18 @@ def learn_counts(C, S, y):
     limit = S[S_LIMIT]
     for i in range(S[S_K]):
         r = S[S_ROW + i]
-        row = C[r]
-        chk = S[S_CHK + i]
-        if chk >= 0 and np.int64(row[R_CHECK]) != chk:  # take the row over for this context
+        if r < 0:  # a row for this context: the slot's (taken over) or the next free one
+            slot = S[S_TAB + i] + S[S_SLOT + i]
+            r = S[slot] - 1
+            if r < 0:
+                r = S[S_BASE + i] + S[S_NEXT + i]
+                S[S_NEXT + i] += 1
+                S[slot] = r + 1
+            row = C[r]
             for x in range(ROW):
                 row[x] = 0
-            row[R_CHECK] = np.uint16(chk)
+            row[R_CHECK] = np.uint16(S[S_CHK + i])
+        row = C[r]
         c = np.int64(row[y])
         if c == 0:
             row[R_DISTINCT] += np.uint16(1)
