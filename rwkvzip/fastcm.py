@@ -101,7 +101,9 @@ class CountArrays:
         W = np.zeros(ck.weights_size(K), dtype=np.float32)
         W[ck.W_LR] = cfg.lr
         W[ck.W_FLOOR] = floor
-        sets = W[ck.W_BASE:].reshape(K + 1, K + 2, ck.NCONF)
+        S[ck.S_NW] = ck.n_weights(K)
+        sets = W[ck.W_BASE:ck.W_BASE + ck.n_weights(K)].reshape(ck.weight_sets(K), K + 2,
+                                                                 ck.NCONF)
         sets[:, :K] = W_INIT_ORDER
         sets[:, K] = W_INIT_MATCH
         sets[:, K + 1] = W_INIT_UNIFORM

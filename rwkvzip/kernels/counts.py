@@ -8,10 +8,12 @@ last occurrence of the current context, and the uniform distribution:
     P(x) = floor + (1 - 256 floor) * (sum_i w_i q_i(x)) / (sum_i w_i)
 
 Each input's weight w_i is read from a table chosen by the input's confidence context (its
-row's total and number of distinct bytes, or the match length) and by the highest order
-whose context is known, so at most K + 2 weights take part per byte; they learn online by
-the multiplicative rule w_i <- w_i (1 + lr (q_i(y) / P(y) - 1)) (a damped Bayesian update:
-lr = 1 is Bayes' rule for a mixture), clamped to [W_MIN, W_MAX].
+row's total, and whether one byte or how large a share the largest count has; or the match
+length), by the highest order whose context is known and by the class of the last byte
+(letter, space, digit, other), so at most K + 2 weights take part per byte; they learn
+online by the multiplicative rule w_i <- w_i (1 + r (q_i(y) / P(y) - 1)) (a damped Bayesian
+update: r = 1 is Bayes' rule for a mixture), clamped to [W_MIN, W_MAX], with the rate
+r = max(lr, LR_BOOST / (n + LR_BOOST_N)) falling with the weight's number of updates n.
 
 Everything that decides a count is an integer; the float arithmetic runs in a fixed order
 (sequential loops, no reductions LLVM may reorder), so every CPU computes the same bits.
@@ -27,7 +29,8 @@ Arrays (allocated by rwkvzip.fastcm.CountArrays):
       slots; the one whose row holds its check value is its own, and an unknown context
       (predicting nothing) takes over an empty slot or the one with the smaller total.
   W   float32: W[0:256] the distribution of the next byte (what the coder uses), W[W_Z]
-      the sum of the weights in use, settings, then the weight tables.
+      the sum of the weights in use, settings, then the weight tables, then as many update
+      counts (the weight at index j has its count at j + S[S_NW]).
   HB  uint8: the history ring of the match model.
 """
 
@@ -47,7 +50,7 @@ MATCH_MAX = 65535
 
 # S slots
 (S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_WORD,
- S_HBITS) = range(11)
+ S_HBITS, S_NW) = range(12)
 S_ORDER = 16  # S[S_ORDER + i]: context length of input i (ascending; WORD last)
 S_BASE = 26  # first row of input i's rows in C
 S_BITS = 36  # log2 slots of input i's hash table (0: direct rows, orders 0 and 1)
@@ -65,11 +68,23 @@ W_Z, W_LR, W_MIN_, W_MAX_, W_FLOOR = range(256, 261)
 W_BASE = 264
 W_MIN = 1.0 / 4096.0
 W_MAX = 4096.0
+LR_BOOST, LR_BOOST_N = 2.0, 4.0  # a weight's first updates are faster (see the top)
+COUNT_CAP = 1000.0  # update counts stop here
+BYTE_CLASSES = 4  # of the last byte, for choosing the weight set
 
 
-def weights_size(n_orders: int) -> int:
-    """Floats in W: the distribution, settings, and (K + 1) sets x (K + 2) inputs x NCONF."""
-    return W_BASE + (n_orders + 1) * (n_orders + 2) * NCONF
+def weight_sets(n_inputs: int) -> int:
+    """Weight sets: by the highest known order (or none) and the last byte's class."""
+    return BYTE_CLASSES * (n_inputs + 1)
+
+
+def n_weights(n_inputs: int) -> int:
+    return weight_sets(n_inputs) * (n_inputs + 2) * NCONF
+
+
+def weights_size(n_inputs: int) -> int:
+    """Floats in W: the distribution, settings, the weights and their update counts."""
+    return W_BASE + 2 * n_weights(n_inputs)
 
 
 @jit
@@ -105,6 +120,18 @@ def shape_bucket(C, r, t):
     if C[r, R_DISTINCT] == 1:
         return 0
     return 1 + min(6, (8 * np.int64(C[r, R_MAX])) // t)
+
+
+@jit
+def byte_class(c):
+    """0: a letter (or any byte >= 128), 1: space, 2: digit, 3: anything else."""
+    if (97 <= c <= 122) or (65 <= c <= 90) or c >= 128:
+        return 0
+    if c == 32:
+        return 1
+    if 48 <= c <= 57:
+        return 2
+    return 3
 
 
 @jit
@@ -164,7 +191,7 @@ def predict(C, S, W):
     for i in range(K):
         if S[S_ORDER + i] != WORD and known(C, S, i) and C[S[S_ROW + i], R_TOTAL] > 0:
             h = i
-    wset = W_BASE + h * nin * NCONF
+    wset = W_BASE + (BYTE_CLASSES * h + byte_class(S[S_HIST] & 0xFF)) * nin * NCONF
     P = W[:256]
     wu = W[wset + (K + 1) * NCONF]
     S[S_WI + K + 1] = wset + (K + 1) * NCONF
@@ -225,10 +252,15 @@ def learn_weights(C, S, W, y):
             num += W[wi] * input_q(C, S, i, y)
     inv = np.float64(W[W_Z]) / num  # 1 / P(y) of the mixture before the floor
     lr = np.float64(W[W_LR])
+    nw = S[S_NW]
     for i in range(n):
         wi = S[S_WI + i]
         if wi >= 0:
-            w = np.float64(W[wi]) * (1.0 + lr * (input_q(C, S, i, y) * inv - 1.0))
+            updates = np.float64(W[wi + nw])
+            if updates < COUNT_CAP:
+                W[wi + nw] = updates + 1.0
+            rate = max(lr, LR_BOOST / (updates + LR_BOOST_N))
+            w = np.float64(W[wi]) * (1.0 + rate * (input_q(C, S, i, y) * inv - 1.0))
             W[wi] = min(max(w, W_MIN), W_MAX)
 
 
