@@ -133,3 +133,12 @@ def test_memory_is_fixed_by_the_recipe_and_counted():
                                           table_bits=22))
     with pytest.raises(RecipeError, match="memory"):
         api.check_model_size(huge)
+
+
+def test_a_damaged_file_is_an_error_not_a_crash():
+    blob = bytearray(api.compress(TEXT * 4, RECIPE))
+    for at in (len(blob) // 2, len(blob) - 12):
+        bad = bytearray(blob)
+        bad[at] ^= 0x55
+        with pytest.raises(ValueError):  # FormatError or CoderError: the frame is refused
+            api.decompress(bytes(bad))
