@@ -5,8 +5,9 @@
 
 A SPEC is the base card with some settings changed, comma-separated `name=value`:
 recipe and model fields (`hidden=128,layers=2,bptt=8,arch=gdn`), context-mixing fields as
-`mix.NAME` (`mix.orders=1-2-3-4-6-0,mix.table_bits=20`), `net=0` for the context models
-without the network, `mix=0` for the network without mixing. `-` is the base card itself.
+`mix.NAME` (`mix.orders=1-2-3-4-6-0,mix.table_bits=20`), count-model fields as
+`counts.NAME` (`counts.table_bits=16`), `net=0` for the context models without the
+network, `mix=0` for the network without mixing. `-` is the base card itself.
 
 Every candidate compresses every file (the first BYTES of it with --head) through the
 real codec; bits per byte are charged a one-byte card header, as a shipped card would be
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from rwkvzip import container
 from rwkvzip.api import compress_stream
+from rwkvzip.fastcm import CountsConfig
 from rwkvzip.mixing import MixConfig
 from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
 
@@ -45,25 +47,38 @@ def candidate(base: Recipe, spec: str) -> Recipe:
     if spec == "-":
         return base
     settings = parse_settings(spec)
-    mix_fields = {k[4:]: v for k, v in settings.items() if k.startswith("mix.")}
+    groups = {group: _fields(settings, group) for group in ("mix", "counts")}
     net = settings.pop("net", None)
     mixing = settings.pop("mix", None)
-    rest = {k: v for k, v in settings.items() if not k.startswith("mix.")}
+    rest = {k: v for k, v in settings.items() if "." not in k}
     recipe = with_overrides(base, **rest)
     if mixing == 0:
         return replace(recipe, mix=None)
-    mix = recipe.mix or MixConfig()
-    if "orders" in mix_fields:
-        mix_fields["orders"] = tuple(int(k) for k in str(mix_fields["orders"]).split("-"))
-    for name in ("lr", "lr_min", "lr_decay", "apm_rate", "map_rate"):
-        if name in mix_fields:
-            mix_fields[name] = float(mix_fields[name])
-    mix = replace(mix, **mix_fields)
-    if net is not None:
-        mix = replace(mix, network=bool(net))
-    recipe = replace(recipe, mix=mix)
+    if groups["counts"]:
+        recipe = replace(recipe, counts=replace(recipe.counts, **groups["counts"]))
+    if groups["mix"] or net is not None:
+        mix = replace(recipe.mix or MixConfig(), **groups["mix"])
+        if net is not None:
+            mix = replace(mix, network=bool(net))
+        recipe = replace(recipe, mix=mix)
     recipe.validate()
     return recipe
+
+
+def _fields(settings: dict, group: str) -> dict:
+    """The `group.NAME=value` settings, typed as the config's fields (orders: 1-2-3)."""
+    config = MixConfig if group == "mix" else CountsConfig
+    out = {}
+    for key, value in settings.items():
+        if key.startswith(group + "."):
+            name = key[len(group) + 1:]
+            want = type(getattr(config, name))
+            if name == "orders":
+                value = tuple(int(k) for k in str(value).split("-"))
+            elif want in (float, bool):
+                value = want(value)
+            out[name] = value
+    return out
 
 
 def measure(recipe: Recipe, data: bytes) -> tuple[int, float]:
