@@ -37,7 +37,9 @@ class Stats:
 def model_bytes(recipe: Recipe) -> int:
     """Upper estimate of the working memory of a Predictor for this recipe: weights,
     optimizer moments, gradients, recurrent state with TBPTT checkpoints, traces, and the
-    context-mixing tables."""
+    context-mixing tables; or the count models' tables (no network runs with them)."""
+    if recipe.counts is not None:
+        return recipe.counts.memory_bytes()
     model = recipe.build_model()
     n, ns, nt = model.layout.size, model.state_size, model.trace_size
     k = max(1, min(recipe.ckpt, recipe.bptt))

@@ -2,6 +2,11 @@
 
 The encoder runs a block of bytes inside numba and codes the rows in one batched call; the
 decoder alternates one numba step and one decode per byte. Both use the same kernels.
+
+`Predictor(recipe)` gives the predictor of the recipe's kind, each with the same interface
+(encode_frame, learn_frame, decode_frame): NetworkPredictor runs the network, alone or mixed
+with context models (kernels/stepper.py); CountsPredictor the count models of a recipe with
+`counts` (kernels/counts.py).
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from rwkvzip import coder
-from rwkvzip.kernels import optim, stepper
+from rwkvzip.fastcm import CountArrays
+from rwkvzip.kernels import counts, optim, stepper
 from rwkvzip.mixing import MixArrays
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
@@ -34,7 +40,30 @@ def scope_table(layout, scope: str) -> np.ndarray:
 
 
 class Predictor:
-    """A model learning online from a seeded start; encoder and decoder each hold one."""
+    """A model learning online from a seeded start; encoder and decoder each hold one.
+
+    Predictor(recipe) builds the subclass that runs the recipe's kind of model."""
+
+    def __new__(cls, recipe: Recipe):
+        if cls is Predictor:
+            cls = CountsPredictor if recipe.counts is not None else NetworkPredictor
+        return super().__new__(cls)
+
+    def encode_frame(self, data: bytes, progress: Progress | None = None) -> bytes:
+        """Range-coded payload of one frame; the model advances over its bytes."""
+        raise NotImplementedError
+
+    def learn_frame(self, data: bytes) -> None:
+        """Advance over bytes stored uncoded, exactly as encoding them would have."""
+        raise NotImplementedError
+
+    def decode_frame(self, payload: bytes, raw_len: int,
+                     progress: Progress | None = None) -> bytes:
+        raise NotImplementedError
+
+
+class NetworkPredictor(Predictor):
+    """The network (RWKV-7 or GDN), alone or mixed with context models (`mix`)."""
 
     def __init__(self, recipe: Recipe):
         recipe.validate()
@@ -139,6 +168,58 @@ class Predictor:
                     out[t] = sym
                     one[0] = sym
                     run(one, no_rows, False, arch, *arrays)
+                if progress:
+                    progress(hi - lo)
+        except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
+            raise coder.CoderError(str(exc)) from None
+        return bytes(out)
+
+
+class CountsPredictor(Predictor):
+    """Count models of several orders and a match model, linearly mixed (recipe `counts`)."""
+
+    def __init__(self, recipe: Recipe):
+        recipe.validate()
+        self.recipe = recipe
+        self.arrays = CountArrays(recipe.counts, PROB_FLOOR)
+        self.probs = self.arrays.probs
+
+    def _state(self) -> tuple:
+        a = self.arrays
+        return a.C, a.S, a.W, a.HB
+
+    def encode_frame(self, data: bytes, progress: Progress | None = None) -> bytes:
+        enc = coder.new_encoder()
+        buf = np.frombuffer(data, dtype=np.uint8).copy()
+        probs = np.empty((min(ENCODE_BLOCK, len(buf)), 256), dtype=np.float32)
+        state = self._state()
+        for lo in range(0, len(buf), ENCODE_BLOCK):
+            block = buf[lo:lo + ENCODE_BLOCK]
+            rows = probs[:len(block)]
+            counts.run(block, rows, True, *state)
+            coder.encode_rows(block, rows, enc)
+            if progress:
+                progress(len(block))
+        return coder.finish(enc)
+
+    def learn_frame(self, data: bytes) -> None:
+        counts.run(np.frombuffer(data, dtype=np.uint8).copy(), np.zeros((1, 256), np.float32),
+                   False, *self._state())
+
+    def decode_frame(self, payload: bytes, raw_len: int,
+                     progress: Progress | None = None) -> bytes:
+        dec = coder.new_decoder(payload)
+        out = bytearray(raw_len)
+        # One decode and one numba call (the symbol and four arrays) per byte.
+        decode_one, step, probs = coder.decode_one, counts.step, self.probs
+        C, S, W, HB = self._state()
+        try:
+            for lo in range(0, raw_len, ENCODE_BLOCK):
+                hi = min(lo + ENCODE_BLOCK, raw_len)
+                for t in range(lo, hi):
+                    sym = decode_one(dec, probs)
+                    out[t] = sym
+                    step(sym, C, S, W, HB)
                 if progress:
                     progress(hi - lo)
         except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload

@@ -24,6 +24,8 @@ def recipe_label(recipe: Recipe) -> str:
     pid = preset_id_of(recipe)
     if pid is not None:
         return preset_cards()[pid].name
+    if recipe.counts is not None:
+        return "count-models"
     if recipe.mix is not None and not recipe.mix.network:
         return "context-models"
     mix = "+mix" if recipe.mix is not None else ""

@@ -9,6 +9,9 @@ import numpy as np
 from rwkvzip.kernels import context as cx
 from rwkvzip.kernels import mixer as mx
 
+# Fields added after the first mixing cards: left out of a recipe's JSON at their default.
+OPTIONAL_FIELDS = ("selectors",)
+
 
 @dataclass(frozen=True)
 class MixConfig:
@@ -21,7 +24,10 @@ class MixConfig:
     above around this column, 15 the column and the byte above (docs/FORMAT.md); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
-    network is one of the mixer's inputs (False: context models alone).
+    network is one of the mixer's inputs (False: context models alone); selectors: 1, one
+    mixer (weights by node, match state and known models), or 2, a second mixer whose
+    weights are chosen by the previous byte and node, and a final mixer of the two. A field
+    at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
@@ -34,6 +40,7 @@ class MixConfig:
     apm_rate: float = 0.02
     map_rate: float = 0.005
     network: bool = True
+    selectors: int = 1
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -44,6 +51,8 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if not 10 <= self.table_bits <= 24:
             raise ValueError("table_bits must be in 10..24")
+        if self.selectors not in (1, 2):
+            raise ValueError("selectors must be 1 or 2")
         if not 12 <= self.match_bits <= 28:
             raise ValueError("match_bits must be in 12..28")
         if not 1 <= self.count_limit <= cx.COUNT_LIMIT_MAX:
@@ -55,11 +64,14 @@ class MixConfig:
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
         tables = len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits)
-        return tables + 4 * mx.layout(len(self.orders), self.network, bptt)[1]
+        return tables + 4 * mx.layout(len(self.orders), self.network, bptt, self.selectors)[1]
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["orders"] = list(self.orders)
+        for name in OPTIONAL_FIELDS:
+            if d[name] == getattr(MixConfig, name):
+                del d[name]
         return d
 
 
@@ -82,12 +94,14 @@ class MixArrays:
         self.CT = np.zeros(S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS, dtype=np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:] = cx.P_HALF
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
-        offsets, size = mx.layout(K, cfg.network, bptt)
+        offsets, size = mx.layout(K, cfg.network, bptt, cfg.selectors)
         S[mx.S_NIN] = offsets["nin"]
         S[mx.S_NET] = int(cfg.network)
+        S[mx.S_SEL] = cfg.selectors
         for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
                            (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
-                           (mx.S_GM, "gm"), (mx.S_SM, "sm")):
+                           (mx.S_GM, "gm"), (mx.S_SM, "sm"), (mx.S_W2, "w2"),
+                           (mx.S_WF, "wf"), (mx.S_ZS, "zs")):
             S[slot] = offsets[name]
         MX = np.zeros(size, dtype=np.float32)
         MX[mx.MX_LR] = cfg.lr

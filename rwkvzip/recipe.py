@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 
+from rwkvzip.fastcm import CountsConfig
 from rwkvzip.gdn import GdnConfig, GdnModel
-from rwkvzip.mixing import MixConfig
+from rwkvzip.mixing import OPTIONAL_FIELDS, MixConfig
 from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
@@ -69,6 +70,7 @@ class Recipe:
     seed: int = 0
     contract: int = NUMERIC_CONTRACT
     mix: MixConfig | None = None  # context mixing (None: the network alone)
+    counts: CountsConfig | None = None  # count models linearly mixed, no network (fastcm.py)
 
     def validate(self) -> None:
         if self.arch not in ARCHS:
@@ -96,12 +98,16 @@ class Recipe:
             raise RecipeError("clip and lr_min must be non-negative")
         if not (0 <= self.warmup <= 2**40 and 0 <= self.decay <= 2**40):
             raise RecipeError("warmup and decay must be byte counts >= 0")
+        if self.mix is not None and self.counts is not None:
+            raise RecipeError("a recipe has either mix or counts, not both")
         if not isinstance(self.model, ARCHS[self.arch][0]):
             raise RecipeError(f"model config does not belong to architecture {self.arch!r}")
         try:
             self.model.validate()
             if self.mix is not None:
                 self.mix.validate()
+            if self.counts is not None:
+                self.counts.validate()
         except ValueError as exc:
             raise RecipeError(str(exc)) from None
 
@@ -115,6 +121,10 @@ class Recipe:
             del d["mix"]
         else:
             d["mix"] = self.mix.to_dict()
+        if self.counts is None:  # optional in the same way
+            del d["counts"]
+        else:
+            d["counts"] = self.counts.to_dict()
         return d
 
     def to_json(self) -> bytes:
@@ -125,8 +135,9 @@ class Recipe:
     def from_dict(cls, d: dict) -> Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
-        if "mix" not in d:  # the one field a complete recipe may omit (no mixing)
-            d = {**d, "mix": None}
+        for optional in ("mix", "counts"):  # the fields a complete recipe may omit
+            if optional not in d:
+                d = {**d, optional: None}
         _require_fields(d, cls, "recipe")
         arch = d["arch"]
         if not isinstance(arch, str) or arch not in ARCHS:
@@ -138,10 +149,11 @@ class Recipe:
         _require_fields(model, cfg_cls, "model")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in model.values()):
             raise RecipeError("model fields must be integers")
-        kwargs = {k: v for k, v in d.items() if k not in ("model", "mix")}
+        kwargs = {k: v for k, v in d.items() if k not in ("model", "mix", "counts")}
         _check_types(kwargs)
         mix = None if d["mix"] is None else _mix_from_dict(d["mix"])
-        recipe = cls(**kwargs, model=cfg_cls(**model), mix=mix)
+        counts = None if d["counts"] is None else _counts_from_dict(d["counts"])
+        recipe = cls(**kwargs, model=cfg_cls(**model), mix=mix, counts=counts)
         recipe.validate()
         return recipe
 
@@ -170,6 +182,7 @@ def _require_fields(d: dict, cls: type, what: str) -> None:
 def _mix_from_dict(d: dict) -> MixConfig:
     if not isinstance(d, dict):
         raise RecipeError("recipe mix must be a JSON object or null")
+    d = {name: getattr(MixConfig, name) for name in OPTIONAL_FIELDS} | d
     _require_fields(d, MixConfig, "mix")
     orders = d["orders"]
     if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
@@ -180,6 +193,21 @@ def _mix_from_dict(d: dict) -> MixConfig:
                                                              and type(value) is int)):
             raise RecipeError(f"mix field {name!r} has the wrong type")
     return MixConfig(**{**d, "orders": tuple(orders)})
+
+
+def _counts_from_dict(d: dict) -> CountsConfig:
+    if not isinstance(d, dict):
+        raise RecipeError("recipe counts must be a JSON object or null")
+    _require_fields(d, CountsConfig, "counts")
+    orders = d["orders"]
+    if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
+        raise RecipeError("counts orders must be a list of integers")
+    for name, value in d.items():
+        want = type(getattr(CountsConfig, name))
+        if name != "orders" and not (type(value) is want or (want is float
+                                                             and type(value) is int)):
+            raise RecipeError(f"counts field {name!r} has the wrong type")
+    return CountsConfig(**{**d, "orders": tuple(orders)})
 
 
 def _check_types(kwargs: dict) -> None:

@@ -28,6 +28,7 @@ import io
 import json
 import lzma
 import math
+import multiprocessing
 import os
 import platform
 import shlex
@@ -36,6 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -303,16 +305,58 @@ def corpus_files(corpus: Path) -> list[Path]:
     return sorted(p for p in corpus.rglob("*") if p.is_file() and p.parent != corpus)
 
 
+def read_input(path: Path, head: int | None) -> bytes:
+    data = path.read_bytes()
+    return data[:head] if head is not None else data
+
+
+def codec_by_key(key: str) -> Codec:
+    return rwkvzip_codec(int(key.split("-")[1])) if key.startswith("rwkvzip-") else CLASSICAL[key]
+
+
+def _warm_worker(levels: list[int]) -> None:
+    """Load (or compile) rwkvzip's kernels in a worker before any timed run."""
+    for level in levels:
+        measure(rwkvzip_codec(level), WARMUP, 1)
+
+
+def _measure_task(key: str, path: Path, head: int | None, repeat: int) -> dict:
+    return measure(codec_by_key(key), read_input(path, head), repeat)
+
+
+def _start_pool(codecs: list[Codec], files: list[Path], levels: list[int], jobs: int,
+                repeat: int, rwkvzip_repeat: int, head: int | None) -> dict | None:
+    """With jobs > 1: every (compressor, file) run submitted to `jobs` worker processes, the
+    slowest first (rwkvzip's highest levels on the largest files), so the pool ends evenly.
+    Returns the futures by (codec key, path); None for jobs = 1 (runs happen in order)."""
+    if jobs <= 1:
+        return None
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_warm_worker, initargs=(levels,))
+    tasks = [(c, p) for p in files for c in codecs]
+    cost = {c.key: (1000 * (levels.index(int(c.key.split("-")[1])) + 1)
+                    if c.key.startswith("rwkvzip-") else 1) for c in codecs}
+    tasks.sort(key=lambda t: -cost[t[0].key] * t[1].stat().st_size)
+    futures = {}
+    for codec, path in tasks:
+        n = rwkvzip_repeat if codec.key.startswith("rwkvzip") else repeat
+        futures[(codec.key, path)] = pool.submit(_measure_task, codec.key, path, head, n)
+    pool.shutdown(wait=False)  # runs on; results are collected in order
+    return futures
+
+
 def run_bench(files: list[Path], levels: list[int], classical: list[str], repeat: int,
               rwkvzip_repeat: int, head: int | None = None, corpus: Path = DEFAULT_CORPUS,
-              on_file: Callable[[dict], None] | None = None) -> dict:
+              on_file: Callable[[dict], None] | None = None, jobs: int = 1) -> dict:
     """Run every compressor on every file; the report (what benchmarks.json holds).
-    `on_file` is called with the report so far after each file."""
+    `on_file` is called with the report so far after each file. With jobs > 1 the runs are
+    spread over that many processes (one thread each), started at once."""
     codecs = [rwkvzip_codec(level) for level in levels] + [CLASSICAL[k] for k in classical]
     report: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "machine": machine_info(), "load_average_start": _load(),
                     "settings": {"levels": levels, "classical": classical, "repeat": repeat,
                                  "rwkvzip_repeat": rwkvzip_repeat, "head": head,
+                                 "jobs": jobs,
                                  "clock": "time.perf_counter (wall), time.process_time (CPU)",
                                  "kB": 1000},
                     "codecs": [{"key": c.key, "label": c.label, "call": c.call,
@@ -327,17 +371,21 @@ def run_bench(files: list[Path], levels: list[int], classical: list[str], repeat
             report["results"].append(row)
             print(_progress_line(row), flush=True)
     width = max((len(display_name(p, corpus)[0]) for p in files), default=0) + 25 * bool(head)
+    pool = _start_pool(codecs, files, levels, jobs, repeat, rwkvzip_repeat, head)
     for path in files:
-        data = path.read_bytes()
         name, group = display_name(path, corpus)
-        if head is not None and len(data) > head:
-            data = data[:head]
+        size = path.stat().st_size
+        if head is not None and size > head:
+            size = head
             name += f" (first {head} bytes)"
         report["files"].append({"name": name, "group": group, "path": str(path),
-                                "bytes": len(data)})
+                                "bytes": size})
         for codec in codecs:
             n = rwkvzip_repeat if codec.key.startswith("rwkvzip") else repeat
-            row = {"file": name, **measure(codec, data, n)}
+            if pool is None:
+                row = {"file": name, **measure(codec, read_input(path, head), n)}
+            else:
+                row = {"file": name, **pool[(codec.key, path)].result()}
             report["results"].append(row)
             print(_progress_line(row, width), flush=True)
         if on_file is not None:
@@ -405,8 +453,11 @@ def render_markdown(report: dict, command: str, plot: Path | None) -> str:
         + ", ".join(f"{k} {v}" for k, v in m["libraries"].items()),
         f"- timing: wall clock, median of {s['repeat']} runs for the classical compressors and "
         f"of {s['rwkvzip_repeat']} for rwkvzip (set by --repeat and --rwkvzip-repeat), each "
-        "compressor in this one process on one thread, input and output in memory; rwkvzip's "
-        "kernels were compiled or loaded before timing. KB = 1000 bytes. Process CPU time / "
+        "compressor on one thread, input and output in memory, "
+        + ("in this one process" if s.get("jobs", 1) == 1 else
+           f"in {s['jobs']} worker processes running at once (--jobs)")
+        + "; rwkvzip's kernels were compiled or loaded before timing. KB = 1000 bytes. "
+        "Process CPU time / "
         f"wall time over all timed runs: {_fmt(report.get('cpu_over_wall'), 2)} (well below 1 "
         "would mean the process often waited for a CPU). CPU times and every single run are "
         "in benchmarks.json.",
@@ -550,13 +601,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rwkvzip-repeat", type=int, default=1,
                     help="runs per file for rwkvzip (median; default 1, it is slow)")
     ap.add_argument("--head", type=int, help="only the first HEAD bytes of each file")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="worker processes running at once, one thread each (default 1; more "
+                         "finishes sooner, and shares the machine's caches and memory)")
     ap.add_argument("--out", type=Path, default=ROOT,
                     help="where BENCHMARKS.md, benchmarks.json and docs/bench/ go "
                          "(default: the repository root)")
     ap.add_argument("--no-plot", action="store_true", help="no PNG (matplotlib not needed)")
     args = ap.parse_args(argv)
-    if args.repeat < 1 or args.rwkvzip_repeat < 1:
-        ap.error("--repeat and --rwkvzip-repeat must be at least 1")
+    if args.repeat < 1 or args.rwkvzip_repeat < 1 or args.jobs < 1:
+        ap.error("--repeat, --rwkvzip-repeat and --jobs must be at least 1")
     if args.head is not None and args.head < 1:
         ap.error("--head must be at least 1")
     if not args.no_plot and importlib.util.find_spec("matplotlib") is None:
@@ -579,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
         write_outputs(report, args.out, command, plot=False)
 
     report = run_bench(files, levels, args.classical, args.repeat, args.rwkvzip_repeat,
-                       args.head, args.corpus, on_file=save_partial)
+                       args.head, args.corpus, on_file=save_partial, jobs=args.jobs)
     for path in write_outputs(report, args.out, command, plot=not args.no_plot):
         print(f"wrote {path}")
     failed = [r for r in report["results"] if not r["ok"]]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip import api
+from rwkvzip.fastcm import CountsConfig
 from rwkvzip.gdn import GdnConfig
 from rwkvzip.kernels import mathf
 from rwkvzip.mixing import MixConfig
@@ -53,6 +54,8 @@ RECIPES = {
                                                             14, 15),
                                                     table_bits=11, match_bits=14,
                                                     network=False)),
+    "count-models": Recipe(counts=CountsConfig(orders=(0, 1, 2, 3, 5), table_bits=10,
+                                               match_bits=13, limit=300, match_min=5)),
     "wide-sgd": Recipe(model=Rwkv7Config(hidden=192, layers=1, ffn=256, decay_rank=8,
                                          a_rank=8, v_rank=8, g_rank=16),
                        optimizer="sgd", lr=0.02, seed=4),

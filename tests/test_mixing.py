@@ -21,12 +21,12 @@ TEXT = (b"The mixer learns which context to trust. " * 3
         + bytes(range(40, 120)) + b"The mixer learns which context to trust. " * 2)
 
 
-def mixed(bptt=8, arch="rwkv7", network=True, **kw):
+def mixed(bptt=8, arch="rwkv7", network=True, selectors=1, **kw):
     model = TINY_CONFIG if arch == "rwkv7" else GdnConfig(hidden=32, layers=1, key_heads=1,
                                                           value_heads=2, key_dim=16,
                                                           value_dim=16, mlp=64)
     return Recipe(arch=arch, model=model, bptt=bptt, ckpt=4, lr=0.002,
-                  mix=replace(SMALL_MIX, network=network), **kw)
+                  mix=replace(SMALL_MIX, network=network, selectors=selectors), **kw)
 
 
 @pytest.mark.parametrize("bptt", [0, 1, 8], ids=["head", "bptt1", "tbptt8-ckpt4"])
@@ -36,6 +36,15 @@ def test_roundtrip_every_training_mode(arch, bptt):
     blob = api.compress(TEXT, recipe)
     assert api.decompress(blob) == TEXT
     assert api.compress(TEXT, recipe) == blob  # deterministic
+
+
+def test_two_selectors_roundtrip_and_learn():
+    two = mixed(8, selectors=2)
+    blob = api.compress(TEXT * 3, two)
+    assert api.decompress(blob) == TEXT * 3
+    assert api.compress(TEXT * 3, two) == blob
+    alone = replace(mixed(network=False), mix=replace(SMALL_MIX, network=False, selectors=2))
+    assert api.decompress(api.compress(TEXT * 3, alone)) == TEXT * 3
 
 
 def test_context_models_alone_roundtrip_and_beat_the_tiny_network():
@@ -92,9 +101,9 @@ def test_unknown_context_gives_no_evidence_and_a_seen_one_does():
         node = 2 * node + bit
 
 
-def _mixer_loss_and_gradient(z, symbol):
+def _mixer_loss_and_gradient(z, symbol, selectors=1):
     """The mixer's loss -sum ln p_mix(bit) on the symbol's path, given network logits z."""
-    arrays = MixArrays(replace(SMALL_MIX, network=True), 1)
+    arrays = MixArrays(replace(SMALL_MIX, network=True, selectors=selectors), 1)
     for byte in b"some history so the models know things, some history":
         mixer.learn(byte, arrays.CT, arrays.S, arrays.MX, np.zeros(256, np.float32))
         context.next_contexts(arrays.S, arrays.HB, byte)
@@ -114,11 +123,12 @@ def _mixer_loss_and_gradient(z, symbol):
     return loss, gz.astype(np.float64)
 
 
-def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss():
+@pytest.mark.parametrize("selectors", [1, 2])
+def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss(selectors):
     rng = np.random.default_rng(4)
     z = rng.normal(0.0, 1.5, 256)
     symbol = ord("h")
-    _, gz = _mixer_loss_and_gradient(z, symbol)
+    _, gz = _mixer_loss_and_gradient(z, symbol, selectors)
     assert abs(gz.sum()) < 1e-5  # a softmax shift changes nothing
     checked = 0
     for s in [symbol, ord("s"), ord(" "), int(np.argmax(np.abs(gz)))] + list(rng.choice(256, 3)):
@@ -126,7 +136,8 @@ def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss():
         zp, zm = z.copy(), z.copy()
         zp[s] += eps
         zm[s] -= eps
-        fd = (_mixer_loss_and_gradient(zp, symbol)[0] - _mixer_loss_and_gradient(zm, symbol)[0])
+        fd = (_mixer_loss_and_gradient(zp, symbol, selectors)[0]
+              - _mixer_loss_and_gradient(zm, symbol, selectors)[0])
         fd /= 2 * eps
         assert abs(fd - gz[s]) <= 2e-3 + 0.02 * abs(gz[s]), (s, fd, gz[s])
         checked += abs(gz[s]) > 1e-3
@@ -169,3 +180,9 @@ def test_recipe_json_and_overrides():
     bad["mix"] = {"orders": [1]}
     with pytest.raises(RecipeError, match="missing"):
         Recipe.from_dict(bad)
+    # a field added later is left out at its default, so older recipes keep their JSON
+    assert b"selectors" not in recipe.to_json()
+    two = replace(recipe, mix=replace(recipe.mix, selectors=2))
+    assert b'"selectors":2' in two.to_json() and Recipe.from_json(two.to_json()) == two
+    with pytest.raises(RecipeError, match="selectors"):
+        Recipe.from_dict({**two.to_dict(), "mix": {**two.mix.to_dict(), "selectors": 3}})

@@ -34,7 +34,8 @@ from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.mathf import log64, sigmoid64
 
 # S slots of the mixer (after context.py's, before its per-model arrays)
-(S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM) = range(16, 27)
+(S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
+ S_ZS) = range(16, 31)
 # MX slots of float settings
 MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE = range(6)
 N_MX_HEAD = 8
@@ -46,16 +47,21 @@ P_MIN = 1.0 / 65536.0
 W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
 W_INIT_NET = 0.3  # ... of the network
+W_INIT_FINAL = 0.5  # ... of each selector's mixer in the final mixer (two selectors)
 
 
-def layout(n_models: int, net: bool, bptt: int) -> tuple[dict, int]:
-    """Offsets into MX of every float array, and its size."""
+def layout(n_models: int, net: bool, bptt: int, selectors: int = 1) -> tuple[dict, int]:
+    """Offsets into MX of every float array, and its size. A second selector adds its weights
+    (by previous byte and node), the final mixer's weights and each node's two mixer outputs
+    at the end, so a one-selector layout is unchanged."""
     nin = 2 * n_models + 2 + int(net)  # counters, their maps, match, bias, network
+    two = selectors > 1
     sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
              ("w", 3 * (n_models + 1) * 256 * nin),
              ("a1", 256 * APM_CELLS), ("a2", 65536 * APM_CELLS),
              ("x", 256 * nin), ("dot", 256), ("pm", 256), ("sum", 512),
-             ("gm", max(bptt, 1) * 256)]
+             ("gm", max(bptt, 1) * 256),
+             ("w2", 65536 * nin * two), ("wf", 512 * two), ("zs", 512 * two)]
     offsets, at = {"nin": nin}, N_MX_HEAD
     for name, n in sizes:
         offsets[name] = at
@@ -76,15 +82,25 @@ def init_tables(S, MX):
         w[i * nin + 2 * K + 1] = 0.0  # bias
         if nin > 2 * K + 2:
             w[i * nin + 2 * K + 2] = W_INIT_NET
+    if S[S_SEL] > 1:
+        w2 = MX[S[S_W2]:S[S_W2] + 65536 * nin]
+        for i in range(65536):
+            for c in range(nin):
+                w2[i * nin + c] = w[c]  # the first set's initial weights (short matches)
+        for i in range(512):
+            MX[S[S_WF] + i] = W_INIT_FINAL
     sm = MX[S[S_SM]:]
     cells = 1 << cx.MAP_P_BITS
     for cell in range(K * cx.MAP_COUNTS * cells):
         p = ((cell & (cells - 1)) + 0.5) / cells  # the centre of the cell's probabilities
         sm[cell] = log64(p) - log64(1.0 - p)
+    identity = np.empty(APM_CELLS, dtype=np.float32)
+    for j in range(APM_CELLS):
+        identity[j] = sigmoid64((j - 16) * 0.5)
     for base, n in ((S[S_A1], 256), (S[S_A2], 65536)):
         for i in range(n):
             for j in range(APM_CELLS):
-                MX[base + i * APM_CELLS + j] = sigmoid64((j - 16) * 0.5)
+                MX[base + i * APM_CELLS + j] = identity[j]
 
 
 @jit
@@ -175,12 +191,24 @@ def predict(q, CT, S, MX, ST, floor, P):
     pr[1] = 1.0
     wset = np.empty(256, dtype=np.int64)
     weight_sets(S, wset)
+    two = S[S_SEL] > 1
+    c1 = S[S_HIST] & 0xFF
     for n in range(1, 256):
         w = MX[S[S_W] + wset[n] * nin:S[S_W] + (wset[n] + 1) * nin]
         z = 0.0
         for c in range(nin):
             z += w[c] * X[n, c]
         z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
+        if two:  # a second mixer, weights by previous byte and node; a final mixer of both
+            w2 = MX[S[S_W2] + ((c1 << 8) | n) * nin:S[S_W2] + (((c1 << 8) | n) + 1) * nin]
+            z2 = 0.0
+            for c in range(nin):
+                z2 += w2[c] * X[n, c]
+            z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
+            MX[S[S_ZS] + 2 * n] = z
+            MX[S[S_ZS] + 2 * n + 1] = z2
+            z = MX[S[S_WF] + 2 * n] * z + MX[S[S_WF] + 2 * n + 1] * z2
+            z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
         dot[n] = z
         p = sigmoid64(z)
         pm[n] = p
@@ -215,13 +243,34 @@ def learn(byte, CT, S, MX, gz):
         for s in range(256):
             gz[s] = 0.0
         T = MX[S[S_SUM]:S[S_SUM] + 512]
+    two = S[S_SEL] > 1
+    c1 = S[S_HIST] & 0xFF
     node = 1
     for d in range(8):
         bit = (symbol >> (7 - d)) & 1
         ws = S[S_W] + weight_set(S, node) * nin
         err = bit - pm[node]
+        if two:
+            ws2 = S[S_W2] + ((c1 << 8) | node) * nin
+            wf = S[S_WF] + 2 * node
+            z1 = MX[S[S_ZS] + 2 * node]
+            z2 = MX[S[S_ZS] + 2 * node + 1]
+            # d(final logit) / d(network input), through each mixer that is not clamped
+            dnet = 0.0
+            if net:
+                if abs(z1) < MAX_LOGIT:
+                    dnet += MX[wf] * MX[ws + 2 * K + 2]
+                if abs(z2) < MAX_LOGIT:
+                    dnet += MX[wf + 1] * MX[ws2 + 2 * K + 2]
+            MX[wf] += lr * err * z1
+            MX[wf + 1] += lr * err * z2
+            err2 = bit - sigmoid64(z2)
+            for c in range(nin):
+                MX[ws2 + c] += lr * err2 * X[node, c]
+        else:
+            dnet = MX[ws + 2 * K + 2] if net else 0.0
         if net and abs(X[node, 2 * K + 2]) < NET_CLAMP:  # a clamped input passes nothing
-            delta = -err * MX[ws + 2 * K + 2]  # d(-ln p_mix(bit)) / d(network input)
+            delta = -err * dnet  # d(-ln p_mix(bit)) / d(network input)
             lo = (2 * node) << (7 - d)
             width = 1 << (7 - d)
             inv0 = 1.0 / max(T[2 * node], 1e-30)
@@ -229,6 +278,8 @@ def learn(byte, CT, S, MX, gz):
             for s in range(width):
                 gz[lo - 256 + s] -= delta * T[lo + s] * inv0
                 gz[lo - 256 + width + s] += delta * T[lo + width + s] * inv1
+        if two:
+            err = bit - sigmoid64(MX[S[S_ZS] + 2 * node])  # the first mixer learns alone too
         for c in range(nin):
             MX[ws + c] += lr * err * X[node, c]
         j, f = apm_point(dot[node])

@@ -1,0 +1,141 @@
+"""Try candidate recipes on many files at once; the numbers behind the preset cards.
+
+    python scripts/tune.py [--base CARD] [--set text|binary|all] [--head BYTES]
+        [--json OUT] --try SPEC [--try SPEC ...] [FILE ...]
+
+A SPEC is the base card with some settings changed, comma-separated `name=value`:
+recipe and model fields (`hidden=128,layers=2,bptt=8,arch=gdn`), context-mixing fields as
+`mix.NAME` (`mix.orders=1-2-3-4-6-0,mix.table_bits=20`), count-model fields as
+`counts.NAME` (`counts.table_bits=16`), `net=0` for the context models without the
+network, `mix=0` for the network without mixing. `-` is the base card itself.
+
+Every candidate compresses every file (the first BYTES of it with --head) through the
+real codec; bits per byte are charged a one-byte card header, as a shipped card would be
+(a spelled-out recipe's JSON header says nothing about how well it models). Speed is
+compress KB per second of process CPU time, which other jobs on the machine do not
+inflate. The summary gives, per candidate, the total (all bits over all bytes) and the
+mean of the files' bpb, so a change that helps one file and hurts the rest shows.
+Decompression is the same computation and is verified by the tests and by bench.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rwkvzip import container
+from rwkvzip.api import compress_stream
+from rwkvzip.fastcm import CountsConfig
+from rwkvzip.mixing import MixConfig
+from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+TEXT = ["canterbury/alice29.txt", "canterbury/asyoulik.txt", "canterbury/cp.html",
+        "canterbury/fields.c", "canterbury/grammar.lsp", "canterbury/lcet10.txt",
+        "canterbury/plrabn12.txt", "canterbury/xargs.1", "large/bible.txt",
+        "large/world192.txt"]
+BINARY = ["canterbury/kennedy.xls", "canterbury/ptt5", "canterbury/sum"]
+SETS = {"text": TEXT, "binary": BINARY, "all": TEXT + BINARY}
+
+
+def candidate(base: Recipe, spec: str) -> Recipe:
+    """The base recipe with the SPEC's settings applied (see the module docstring)."""
+    if spec == "-":
+        return base
+    settings = parse_settings(spec)
+    groups = {group: _fields(settings, group) for group in ("mix", "counts")}
+    net = settings.pop("net", None)
+    mixing = settings.pop("mix", None)
+    rest = {k: v for k, v in settings.items() if "." not in k}
+    recipe = with_overrides(base, **rest)
+    if mixing == 0:
+        return replace(recipe, mix=None)
+    if groups["counts"]:
+        recipe = replace(recipe, counts=replace(recipe.counts, **groups["counts"]))
+    if groups["mix"] or net is not None:
+        mix = replace(recipe.mix or MixConfig(), **groups["mix"])
+        if net is not None:
+            mix = replace(mix, network=bool(net))
+        recipe = replace(recipe, mix=mix)
+    recipe.validate()
+    return recipe
+
+
+def _fields(settings: dict, group: str) -> dict:
+    """The `group.NAME=value` settings, typed as the config's fields (orders: 1-2-3)."""
+    config = MixConfig if group == "mix" else CountsConfig
+    out = {}
+    for key, value in settings.items():
+        if key.startswith(group + "."):
+            name = key[len(group) + 1:]
+            want = type(getattr(config, name))
+            if name == "orders":
+                value = tuple(int(k) for k in str(value).split("-"))
+            elif want in (float, bool):
+                value = want(value)
+            out[name] = value
+    return out
+
+
+def measure(recipe: Recipe, data: bytes) -> tuple[int, float]:
+    """Compressed size with a one-byte card header, and compress CPU seconds."""
+    out = io.BytesIO()
+    t0 = time.process_time()
+    compress_stream(io.BytesIO(data), out, recipe)
+    seconds = time.process_time() - t0
+    return len(out.getvalue()) - len(container.encode_header(recipe)) + 1, seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--base", default="mix-v1", help="preset card the specs start from")
+    ap.add_argument("--set", default="text", choices=sorted(SETS),
+                    help="corpus files to use when no FILE is given")
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--head", type=int, default=0, help="use only the first BYTES of a file")
+    ap.add_argument("--try", dest="specs", action="append", required=True)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    files = args.files or [args.corpus / name for name in SETS[args.set]]
+    inputs = {f.name: f.read_bytes()[:args.head or None] for f in files}
+    base = preset_by_name(args.base).recipe
+    results = []
+    for spec in args.specs:
+        recipe = candidate(base, spec)
+        compress_stream(io.BytesIO(b"warm-up " * 256), io.BytesIO(), recipe)
+        rows = []
+        for name, data in inputs.items():
+            size, seconds = measure(recipe, data)
+            rows.append({"file": name, "bytes": len(data), "compressed": size,
+                         "bpb": 8 * size / max(len(data), 1), "cpu_s": seconds})
+            print(f"{spec} {name}: {rows[-1]['bpb']:.4f} bpb, "
+                  f"{len(data) / 1e3 / max(seconds, 1e-9):.1f} KB/s", flush=True)
+        total_bytes = sum(r["bytes"] for r in rows)
+        results.append({
+            "spec": spec, "recipe": json.loads(recipe.to_json()), "rows": rows,
+            "total_bpb": 8 * sum(r["compressed"] for r in rows) / total_bytes,
+            "mean_bpb": sum(r["bpb"] for r in rows) / len(rows),
+            "kBps": total_bytes / 1e3 / sum(r["cpu_s"] for r in rows)})
+    print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps({"base": args.base, "head": args.head,
+                                         "results": results}, indent=1))
+
+
+def print_table(results: list[dict]) -> None:
+    names = [r["file"] for r in results[0]["rows"]]
+    print("\n| candidate | " + " | ".join(names) + " | total | mean | KB/s (CPU) |")
+    print("|---|" + "---:|" * (len(names) + 3))
+    for res in results:
+        cells = [f"{r['bpb']:.3f}" for r in res["rows"]]
+        print(f"| `{res['spec']}` | " + " | ".join(cells) +
+              f" | {res['total_bpb']:.4f} | {res['mean_bpb']:.4f} | {res['kBps']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
