@@ -251,7 +251,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v1"
+DEFAULT_PRESET = "cm-v2"
 
 
 def default_recipe() -> Recipe:
@@ -259,9 +259,11 @@ def default_recipe() -> Recipe:
 
 
 # Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
-# Provisional until the presets are tuned; the default level is the lowest one that names
-# the default card, so "no level" and the default level are the same recipe.
-LEVELS = {1: "cm-v1", **{level: "mix-v1" for level in range(2, 10)}}
+# Three tiers (tuned on the corpus, see models/README.md): count models alone, context models
+# and mixers alone (the default), and those mixed with the RWKV-7 network. The default level
+# is the lowest one that names the default card, so "no level" and it are the same recipe.
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, **{level: "cm-v2" for level in (4, 5, 6)},
+          **{level: "mix-v2" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 TINY = ["--hidden", "64", "--layers", "1"]  # a tiny model: fast in tests
-FAST = ["-1"]  # level 1: context models alone, faster still
+FAST = ["-1"]  # level 1: count models alone, the fastest
 COMMAND = [sys.executable, "-m", "rwkvzip"]
 
 

@@ -139,13 +139,13 @@ def test_list(sample, tmp_path):
     size = os.path.getsize(fast)
     ratio = f"{100 * size / len(TEXT):.2f}%"
     assert row1.split() == [str(size), str(len(TEXT)), ratio, f"{8 * size / len(TEXT):.3f}",
-                            "1", "crc32", "cm-v1", str(fast)]
+                            "1", "crc32", LEVELS[1], str(fast)]
     assert row2.split()[-3:] == ["rwkv7", "64x1", str(tiny)]
     assert total.split()[:2] == [str(size + os.path.getsize(tiny)), str(2 * len(TEXT))]
     verified = rwkvzip("info", "-v", fast)
     assert verified.stdout.decode().splitlines()[1].split()[5] == "ok"
     default = rwkvzip("-c", "-1", sample).stdout
-    assert b" cm-v1 " in rwkvzip("-l", input=default).stdout
+    assert f" {LEVELS[1]} ".encode() in rwkvzip("-l", input=default).stdout
 
 
 def test_verbose(sample, tmp_path):
