@@ -13,9 +13,10 @@ Every candidate compresses every file (the first BYTES of it with --head) throug
 real codec; bits per byte are charged a one-byte card header, as a shipped card would be
 (a spelled-out recipe's JSON header says nothing about how well it models). Speed is
 compress KB per second of process CPU time, which other jobs on the machine do not
-inflate. The summary gives, per candidate, the total (all bits over all bytes) and the
-mean of the files' bpb, so a change that helps one file and hurts the rest shows.
-Decompression is the same computation and is verified by the tests and by bench.py.
+inflate (wall-clock KB/s is recorded in the JSON too). The summary gives, per candidate,
+the total (all bits over all bytes) and the mean of the files' bpb, so a change that helps
+one file and hurts the rest shows. With --decompress every file is also decompressed,
+checked and timed (decompression is the same computation, so tuning can usually skip it).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rwkvzip import container
-from rwkvzip.api import compress_stream
+from rwkvzip.api import compress_stream, decompress_stream
 from rwkvzip.fastcm import CountsConfig
 from rwkvzip.mixing import MixConfig
 from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
@@ -81,13 +82,22 @@ def _fields(settings: dict, group: str) -> dict:
     return out
 
 
-def measure(recipe: Recipe, data: bytes) -> tuple[int, float]:
-    """Compressed size with a one-byte card header, and compress CPU seconds."""
+def measure(recipe: Recipe, data: bytes, decompress: bool) -> dict:
+    """Compressed size with a one-byte card header; CPU and wall seconds of each direction."""
     out = io.BytesIO()
-    t0 = time.process_time()
+    c0, w0 = time.process_time(), time.perf_counter()
     compress_stream(io.BytesIO(data), out, recipe)
-    seconds = time.process_time() - t0
-    return len(out.getvalue()) - len(container.encode_header(recipe)) + 1, seconds
+    row = {"compressed": len(out.getvalue()) - len(container.encode_header(recipe)) + 1,
+           "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0}
+    if decompress:
+        back = io.BytesIO()
+        c0, w0 = time.process_time(), time.perf_counter()
+        decompress_stream(io.BytesIO(out.getvalue()), back)
+        row.update(decompress_cpu_s=time.process_time() - c0,
+                   decompress_wall_s=time.perf_counter() - w0)
+        if back.getvalue() != data:
+            raise SystemExit(f"roundtrip failed: {recipe.to_json().decode()}")
+    return row
 
 
 def main() -> None:
@@ -99,6 +109,8 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--head", type=int, default=0, help="use only the first BYTES of a file")
     ap.add_argument("--try", dest="specs", action="append", required=True)
+    ap.add_argument("--decompress", action="store_true",
+                    help="also decompress, check and time every file")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     files = args.files or [args.corpus / name for name in SETS[args.set]]
@@ -110,11 +122,13 @@ def main() -> None:
         compress_stream(io.BytesIO(b"warm-up " * 256), io.BytesIO(), recipe)
         rows = []
         for name, data in inputs.items():
-            size, seconds = measure(recipe, data)
-            rows.append({"file": name, "bytes": len(data), "compressed": size,
-                         "bpb": 8 * size / max(len(data), 1), "cpu_s": seconds})
-            print(f"{spec} {name}: {rows[-1]['bpb']:.4f} bpb, "
-                  f"{len(data) / 1e3 / max(seconds, 1e-9):.1f} KB/s", flush=True)
+            row = {"file": name, "bytes": len(data), **measure(recipe, data, args.decompress)}
+            row["bpb"] = 8 * row["compressed"] / max(len(data), 1)
+            rows.append(row)
+            speeds = [f"{len(data) / 1e3 / max(row[k], 1e-9):.1f}" for k in
+                      ("cpu_s", "decompress_cpu_s") if k in row]
+            print(f"{spec} {name}: {row['bpb']:.4f} bpb, {' / '.join(speeds)} KB/s (CPU)",
+                  flush=True)
         total_bytes = sum(r["bytes"] for r in rows)
         results.append({
             "spec": spec, "recipe": json.loads(recipe.to_json()), "rows": rows,
