@@ -51,6 +51,20 @@ class Predictor:
 
     def encode_frame(self, data: bytes, progress: Progress | None = None) -> bytes:
         """Range-coded payload of one frame; the model advances over its bytes."""
+        enc = coder.new_encoder()
+        buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
+        probs = np.empty((min(ENCODE_BLOCK, len(buf)), 256), dtype=np.float32)
+        for lo in range(0, len(buf), ENCODE_BLOCK):
+            block = buf[lo:lo + ENCODE_BLOCK]
+            rows = probs[:len(block)]
+            self.run_block(block, rows)
+            coder.encode_rows(block, rows, enc)
+            if progress:
+                progress(len(block))
+        return coder.finish(enc)
+
+    def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
+        """Advance over the block's bytes (in numba); rows[t] gets byte t's distribution."""
         raise NotImplementedError
 
     def learn_frame(self, data: bytes) -> None:
@@ -133,20 +147,8 @@ class NetworkPredictor(Predictor):
                 self.index, self.F, self.toks, self.ckpt, self.rs, self.rt, self.gstate,
                 self.scratch, *self.mixing)
 
-    def encode_frame(self, data: bytes, progress: Progress | None = None) -> bytes:
-        """Range-coded payload of one frame; the model advances over its bytes."""
-        enc = coder.new_encoder()
-        buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
-        probs = np.empty((min(ENCODE_BLOCK, len(buf)), 256), dtype=np.float32)
-        arrays = self._arrays()
-        for lo in range(0, len(buf), ENCODE_BLOCK):
-            block = buf[lo:lo + ENCODE_BLOCK]
-            rows = probs[:len(block)]
-            stepper.run(block, rows, True, self.arch, *arrays)
-            coder.encode_rows(block, rows, enc)
-            if progress:
-                progress(len(block))
-        return coder.finish(enc)
+    def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
+        stepper.run(block, rows, True, self.arch, *self._arrays())
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
@@ -188,19 +190,8 @@ class CountsPredictor(Predictor):
         a = self.arrays
         return a.C, a.S, a.W, a.HB
 
-    def encode_frame(self, data: bytes, progress: Progress | None = None) -> bytes:
-        enc = coder.new_encoder()
-        buf = np.frombuffer(data, dtype=np.uint8).copy()
-        probs = np.empty((min(ENCODE_BLOCK, len(buf)), 256), dtype=np.float32)
-        state = self._state()
-        for lo in range(0, len(buf), ENCODE_BLOCK):
-            block = buf[lo:lo + ENCODE_BLOCK]
-            rows = probs[:len(block)]
-            counts.run(block, rows, True, *state)
-            coder.encode_rows(block, rows, enc)
-            if progress:
-                progress(len(block))
-        return coder.finish(enc)
+    def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
+        counts.run(block, rows, True, *self._state())
 
     def learn_frame(self, data: bytes) -> None:
         counts.run(np.frombuffer(data, dtype=np.uint8).copy(), np.zeros((1, 256), np.float32),

@@ -180,34 +180,29 @@ def _require_fields(d: dict, cls: type, what: str) -> None:
 
 
 def _mix_from_dict(d: dict) -> MixConfig:
-    if not isinstance(d, dict):
-        raise RecipeError("recipe mix must be a JSON object or null")
-    d = {name: getattr(MixConfig, name) for name in OPTIONAL_FIELDS} | d
-    _require_fields(d, MixConfig, "mix")
-    orders = d["orders"]
-    if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
-        raise RecipeError("mix orders must be a list of integers")
-    for name, value in d.items():
-        want = type(getattr(MixConfig, name))
-        if name != "orders" and not (type(value) is want or (want is float
-                                                             and type(value) is int)):
-            raise RecipeError(f"mix field {name!r} has the wrong type")
-    return MixConfig(**{**d, "orders": tuple(orders)})
+    if isinstance(d, dict):  # fields added later may be absent: they are at their default
+        d = {name: getattr(MixConfig, name) for name in OPTIONAL_FIELDS} | d
+    return _config_from_dict(d, MixConfig, "mix")
 
 
 def _counts_from_dict(d: dict) -> CountsConfig:
+    return _config_from_dict(d, CountsConfig, "counts")
+
+
+def _config_from_dict(d: dict, cls: type, what: str):
+    """A MixConfig or CountsConfig from its JSON object: every field, each of its type."""
     if not isinstance(d, dict):
-        raise RecipeError("recipe counts must be a JSON object or null")
-    _require_fields(d, CountsConfig, "counts")
+        raise RecipeError(f"recipe {what} must be a JSON object or null")
+    _require_fields(d, cls, what)
     orders = d["orders"]
     if not (isinstance(orders, list) and all(type(k) is int for k in orders)):
-        raise RecipeError("counts orders must be a list of integers")
+        raise RecipeError(f"{what} orders must be a list of integers")
     for name, value in d.items():
-        want = type(getattr(CountsConfig, name))
+        want = type(getattr(cls, name))
         if name != "orders" and not (type(value) is want or (want is float
                                                              and type(value) is int)):
-            raise RecipeError(f"counts field {name!r} has the wrong type")
-    return CountsConfig(**{**d, "orders": tuple(orders)})
+            raise RecipeError(f"{what} field {name!r} has the wrong type")
+    return cls(**{**d, "orders": tuple(orders)})
 
 
 def _check_types(kwargs: dict) -> None:

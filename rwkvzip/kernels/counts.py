@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rwkvzip.kernels.context import hash32
 from rwkvzip.kernels.jit import jit
 
 M32 = 0xFFFFFFFF
@@ -85,18 +86,6 @@ def n_weights(n_inputs: int) -> int:
 def weights_size(n_inputs: int) -> int:
     """Floats in W: the distribution, settings, the weights and their update counts."""
     return W_BASE + 2 * n_weights(n_inputs)
-
-
-@jit
-def hash32(x):
-    """A fixed 32-bit mixing function (integer-only, so identical on every machine)."""
-    x = x & M32
-    x ^= x >> 16
-    x = (x * 0x45D9F3B) & M32
-    x ^= x >> 16
-    x = (x * 0x45D9F3B) & M32
-    x ^= x >> 16
-    return x
 
 
 @jit
