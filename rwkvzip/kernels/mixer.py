@@ -6,9 +6,12 @@ Mixing is logistic (a weighted sum of stretched probabilities, squashed). Inputs
 of X) at each node: each context model's counter (K columns), the same counters through
 adaptive maps (K), the match model, a bias and, optionally, the network. The weight vector
 is chosen by the node, the match state and how many models know their context, and learns
-online by gradient steps on the coded bits' log loss. The network's input at a node is
-ln(Q1 / Q0), the log-odds of its softmax mass under the node's two children; the mixer
-loss's gradient with respect to it is carried back to the network's logits (`learn`).
+online by gradient steps on the coded bits' log loss. With two selectors (S_SEL = 2) a second
+mixer's weights are chosen by the previous byte and the node, each mixer learns from its own
+error, and a final mixer (two weights per node) combines their logits. The network's input
+at a node is ln(Q1 / Q0), the log-odds of its softmax mass under the node's two children;
+the mixer loss's gradient with respect to it is carried back to the network's logits
+(`learn`).
 
 Floats live in one float32 array MX (offsets in S, see `layout`); the arithmetic is
 float32/float64 in a fixed order, so it obeys the determinism contract.
