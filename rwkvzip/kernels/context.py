@@ -305,6 +305,16 @@ def next_contexts(S, HB, byte):
 
 
 @jit
+def verified_length(HB, cand, pos, hmask):
+    """How many bytes (up to 32) before position cand equal those before pos: a hash hit's
+    real match length."""
+    n = 0
+    while n < 32 and n < cand and HB[(cand - 1 - n) & hmask] == HB[(pos - 1 - n) & hmask]:
+        n += 1
+    return n
+
+
+@jit
 def match_update(S, HB, CT):
     """After next_contexts: extend or drop the current match, then look for a new one."""
     hmask = (1 << S[S_HBITS]) - 1
@@ -324,10 +334,7 @@ def match_update(S, HB, CT):
         if S[S_LEN] == 0:
             cand = np.int64(CT[idx])
             if cand > 0 and pos - cand < hmask:
-                n = 0
-                while (n < 32 and n < cand
-                       and HB[(cand - 1 - n) & hmask] == HB[(pos - 1 - n) & hmask]):
-                    n += 1
+                n = verified_length(HB, cand, pos, hmask)
                 if n >= MATCH_MIN:
                     S[S_LEN] = n
                     S[S_PTR] = cand

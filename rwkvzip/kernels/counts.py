@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.kernels.context import hash32
+from rwkvzip.kernels.context import hash32, verified_length
 from rwkvzip.kernels.jit import jit
 
 M32 = 0xFFFFFFFF
@@ -319,10 +319,7 @@ def learn_match(S, HB, y):
         if S[S_LEN] == 0:
             cand = S[idx]
             if cand > 0 and pos - cand < hmask:
-                n = 0
-                while (n < 32 and n < cand
-                       and HB[(cand - 1 - n) & hmask] == HB[(pos - 1 - n) & hmask]):
-                    n += 1
+                n = verified_length(HB, cand, pos, hmask)
                 if n >= mmin:
                     S[S_LEN] = n
                     S[S_PTR] = cand
