@@ -6,6 +6,7 @@ Used like the standard library's gzip and lzma modules:
     rwkvzip.open(path, "rb" | "wb" | "rt" | "wt" ...), rwkvzip.RwkvzipFile
     rwkvzip.Compressor(), rwkvzip.Decompressor()   incremental, for streams
     rwkvzip.FormatError                             foreign, corrupt or truncated input
+    rwkvzip.train(samples, "my.prior"), compress(data, prior="my.prior")   your own prior
 """
 
 import importlib
@@ -23,6 +24,7 @@ _PUBLIC = {
     "compress_stream": "api", "decompress_stream": "api", "Stats": "api",
     "open": "fileobj", "RwkvzipFile": "fileobj",
     "FormatError": "container", "Recipe": "recipe", "RecipeError": "recipe",
+    "train": "training", "load_prior": "priors", "PriorError": "priors",
 }
 __all__ = ["__version__", *_PUBLIC]
 

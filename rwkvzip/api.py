@@ -10,15 +10,18 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
-from rwkvzip import container
+from rwkvzip import container, priors
 from rwkvzip.codec import Predictor
 from rwkvzip.coder import CoderError
 from rwkvzip.container import FormatError
+from rwkvzip.priors import Prior
 from rwkvzip.recipe import Recipe, RecipeError, default_recipe, level_recipe
 
 Progress = Callable[[int], None]  # called with the number of raw bytes just processed
+PriorSource = str | Path | bytes | Prior  # a prior file's path or bytes, or a loaded Prior
 
 # Working memory one model may need. The recipe is read from the file, so without this bound
 # a forged header could make the decoder allocate (and initialise) any amount of memory.
@@ -68,19 +71,34 @@ def _choose_recipe(recipe: Recipe | None, level: int | None) -> Recipe:
     return recipe or default_recipe()
 
 
+def _given_prior(prior: PriorSource | None) -> Prior | None:
+    return None if prior is None else priors.load_prior(prior)
+
+
+def new_predictor(recipe: Recipe, given: Prior | None = None) -> Predictor:
+    """The recipe's predictor, its network starting from the recipe's prior if it names one
+    (the one given, or a shipped one; PriorError if it is missing or different)."""
+    prior = priors.resolve(recipe, given)
+    return Predictor(recipe, None if prior is None else prior.W)
+
+
 class Compressor:
     """Incremental compression into one rwkvzip stream, like lzma.LZMACompressor.
 
     `compress(data)` returns the compressed bytes ready so far (a frame is coded once 64 KiB
     are buffered, or at the end); `flush()` codes the rest and ends the stream. `progress`,
-    if given, is called with the number of raw bytes coded, every few KB.
+    if given, is called with the number of raw bytes coded, every few KB. `prior` (a prior
+    file's path or bytes) starts the level's network from those weights instead of the
+    level's own start; the stream's header records its digest, and decoding needs it.
     """
 
     def __init__(self, level: int | None = None, *, recipe: Recipe | None = None,
-                 progress: Progress | None = None):
-        self.recipe = _choose_recipe(recipe, level)
+                 prior: PriorSource | None = None, progress: Progress | None = None):
+        recipe = _choose_recipe(recipe, level)
+        given = _given_prior(prior)
+        self.recipe = recipe if given is None else priors.with_prior(recipe, given)
         check_model_size(self.recipe)
-        self._predictor = Predictor(self.recipe)
+        self._predictor = new_predictor(self.recipe, given)
         self._progress = progress
         self._pending = bytearray()
         self._finished = False
@@ -133,16 +151,20 @@ class Decompressor:
     `needs_input` is False while decoded data is waiting to be returned. Errors are
     FormatError. Buffering never exceeds one frame plus what the caller hands in. The
     header's recipe is checked (known preset, architecture and numeric contract, a model
-    that fits in memory) before anything else is read; the model itself is built when the
-    first frame has fully arrived.
+    that fits in memory, its prior: the one given as `prior` or a shipped one, else
+    PriorError) before anything else is read; the model itself is built when the first
+    frame has fully arrived.
     """
 
-    def __init__(self, *, progress: Progress | None = None, first: bool = True):
+    def __init__(self, *, prior: PriorSource | None = None, progress: Progress | None = None,
+                 first: bool = True):
+        self._given = _given_prior(prior)
         self._first = first  # False: bytes that are not a member are "trailing garbage"
         self._progress = progress
         self._buf = bytearray()
         self._out = bytearray()
         self._predictor: Predictor | None = None
+        self._start: Prior | None = None  # the prior the header's recipe starts from
         self._head: container.FrameHead | None = None
         self._ended = False  # trailer parsed
         self.eof = False
@@ -198,6 +220,7 @@ class Decompressor:
                     check_model_size(recipe)
                 except RecipeError as exc:
                     raise FormatError(f"cannot decode this file: {exc}") from None
+                self._start = priors.resolve(recipe, self._given)
                 self.recipe = recipe
                 self.stats.members = 1
             elif self._head is None:
@@ -217,7 +240,8 @@ class Decompressor:
     def _decode_frame(self, payload: bytes) -> None:
         head = self._head
         if self._predictor is None:
-            self._predictor = Predictor(self.recipe)
+            self._predictor = Predictor(self.recipe,
+                                        None if self._start is None else self._start.W)
         frame = container.Frame(head.index, head.raw_len, head.crc, payload, head.stored)
         if frame.stored:
             raw = frame.payload
@@ -239,16 +263,19 @@ class Decompressor:
 
 
 def decompress_chunks(chunks: Iterable[bytes], progress: Progress | None = None,
-                      stats: Stats | None = None) -> Iterator[bytes]:
+                      stats: Stats | None = None, prior: PriorSource | None = None
+                      ) -> Iterator[bytes]:
     """Decoded pieces of one or more concatenated members arriving as `chunks`; raises
-    FormatError on foreign, corrupt, truncated or trailing data. Adds up into `stats`."""
+    FormatError on foreign, corrupt, truncated or trailing data, PriorError when a member
+    needs a prior that is neither given nor shipped. Adds up into `stats`."""
     stats = stats if stats is not None else Stats()
+    given = _given_prior(prior)
     dec: Decompressor | None = None
     seen = False
     for chunk in chunks:
         while chunk:
             if dec is None:
-                dec = Decompressor(progress=progress, first=not seen)
+                dec = Decompressor(prior=given, progress=progress, first=not seen)
                 seen = True
             out = dec.decompress(chunk)
             chunk = b""
@@ -288,9 +315,10 @@ def _read_full(f: BinaryIO, n: int) -> bytes:
 
 
 def compress_stream(fin: BinaryIO, fout: BinaryIO, recipe: Recipe | None = None,
-                    progress: Progress | None = None, *, level: int | None = None) -> Stats:
+                    progress: Progress | None = None, *, level: int | None = None,
+                    prior: PriorSource | None = None) -> Stats:
     """Compress everything readable from fin into one rwkvzip stream on fout."""
-    comp = Compressor(level, recipe=recipe, progress=progress)
+    comp = Compressor(level, recipe=recipe, prior=prior, progress=progress)
     fout.write(comp.compress(b""))
     while raw := _read_full(fin, container.MAX_FRAME):
         fout.write(comp.compress(raw))
@@ -298,21 +326,24 @@ def compress_stream(fin: BinaryIO, fout: BinaryIO, recipe: Recipe | None = None,
     return comp.stats
 
 
-def decompress_stream(fin: BinaryIO, fout: BinaryIO,
-                      progress: Progress | None = None) -> Stats:
+def decompress_stream(fin: BinaryIO, fout: BinaryIO, progress: Progress | None = None, *,
+                      prior: PriorSource | None = None) -> Stats:
     """Decompress one or more concatenated rwkvzip streams from fin into fout."""
     stats = Stats()
-    for piece in decompress_chunks(read_chunks(fin), progress, stats):
+    for piece in decompress_chunks(read_chunks(fin), progress, stats, prior):
         fout.write(piece)
     return stats
 
 
-def compress(data: bytes, recipe: Recipe | None = None, *, level: int | None = None) -> bytes:
-    """Compress bytes in memory (default recipe, a compression level 1 ... 9, or a recipe)."""
-    comp = Compressor(level, recipe=recipe)
+def compress(data: bytes, recipe: Recipe | None = None, *, level: int | None = None,
+             prior: PriorSource | None = None) -> bytes:
+    """Compress bytes in memory (default recipe, a compression level 1 ... 9, or a recipe;
+    `prior`: a prior file's path or bytes to start the network from)."""
+    comp = Compressor(level, recipe=recipe, prior=prior)
     return comp.compress(data) + comp.flush()
 
 
-def decompress(data: bytes) -> bytes:
-    """Decompress bytes in memory (concatenated streams give concatenated data)."""
-    return b"".join(decompress_chunks([bytes(data)]))
+def decompress(data: bytes, *, prior: PriorSource | None = None) -> bytes:
+    """Decompress bytes in memory (concatenated streams give concatenated data); `prior`:
+    the prior file the data was compressed with, if it is not a shipped one."""
+    return b"".join(decompress_chunks([bytes(data)], prior=prior))

@@ -44,7 +44,7 @@ class Predictor:
 
     Predictor(recipe) builds the subclass that runs the recipe's kind of model."""
 
-    def __new__(cls, recipe: Recipe):
+    def __new__(cls, recipe: Recipe, weights: np.ndarray | None = None):
         if cls is Predictor:
             cls = CountsPredictor if recipe.counts is not None else NetworkPredictor
         return super().__new__(cls)
@@ -79,7 +79,8 @@ class Predictor:
 class NetworkPredictor(Predictor):
     """The network (RWKV-7 or GDN), alone or mixed with context models (`mix`)."""
 
-    def __init__(self, recipe: Recipe):
+    def __init__(self, recipe: Recipe, weights: np.ndarray | None = None):
+        """weights: the starting parameters (a prior's), else the recipe's seeded init."""
         recipe.validate()
         self.recipe = recipe
         model = recipe.build_model()
@@ -103,14 +104,21 @@ class NetworkPredictor(Predictor):
         F[optim.F_DECAY] = recipe.decay
         F[optim.F_LR_MIN] = recipe.lr_min
         network = recipe.mix is None or recipe.mix.network
-        F[optim.F_MODE] = (stepper.MODE_NONE if not network else stepper.MODE_TBPTT if tbptt
+        F[optim.F_MODE] = (stepper.MODE_NONE if not network
+                           else stepper.MODE_FROZEN if recipe.lr == 0.0
+                           else stepper.MODE_TBPTT if tbptt
                            else stepper.MODE_BPTT1 if whole else stepper.MODE_HEAD)
         F[optim.F_MIX] = float(recipe.mix is not None)
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         self.F = F
         self.arch = model.arch_id
-        self.W = model.init_params(recipe.seed)
+        if weights is None:
+            self.W = model.init_params(recipe.seed)
+        else:
+            if weights.shape != (n,) or weights.dtype != np.float32:
+                raise ValueError(f"starting weights must be float32[{n}] for this model")
+            self.W = weights.copy()
         self.O = np.zeros((2, n if adam else 1), dtype=np.float32)
         self.G = np.zeros(n if whole else 1, dtype=np.float32)
         self.R = scope_table(model.layout, recipe.scope)
@@ -133,6 +141,12 @@ class NetworkPredictor(Predictor):
         else:  # one-element stand-ins keep a single kernel signature
             self.mixing = (np.zeros(1, np.uint32), np.zeros(1, np.uint8), np.zeros(1, np.int64),
                            np.zeros(1, np.float32), np.zeros(1, np.float32))
+        self.begin()
+
+    def restart(self) -> None:
+        """A new document: zero recurrent state, same weights and optimizer (for training)."""
+        self.state[:] = 0.0
+        self.F[optim.F_SEGPOS] = 0.0
         self.begin()
 
     def begin(self) -> None:
@@ -180,7 +194,9 @@ class NetworkPredictor(Predictor):
 class CountsPredictor(Predictor):
     """Count models of several orders and a match model, linearly mixed (recipe `counts`)."""
 
-    def __init__(self, recipe: Recipe):
+    def __init__(self, recipe: Recipe, weights: np.ndarray | None = None):
+        if weights is not None:
+            raise ValueError("count models take no starting weights")
         recipe.validate()
         self.recipe = recipe
         self.arrays = CountArrays(recipe.counts, PROB_FLOOR)

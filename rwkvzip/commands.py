@@ -38,6 +38,7 @@ class Options:
     verbose: bool = False
     quiet: bool = False
     level: int | None = None
+    prior: str | None = None  # -D FILE: the prior to compress with, or to decode with
     recipe_options: dict = field(default_factory=dict)  # --arch, --hidden, ... (None: keep)
 
 
@@ -59,13 +60,27 @@ def _display(path: str) -> str:
     return "(stdin)" if path == STDIN else path
 
 
-def _recipe(options: Options):
+def _recipe(options: Options, prior):
+    from rwkvzip.priors import with_prior
     from rwkvzip.recipe import DEFAULT_LEVEL, RecipeError, level_recipe, with_overrides
 
     level = options.level if options.level is not None else DEFAULT_LEVEL
     try:
-        return with_overrides(level_recipe(level), **options.recipe_options)
+        recipe = with_overrides(level_recipe(level), **options.recipe_options)
+        return recipe if prior is None else with_prior(recipe, prior)
     except RecipeError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _prior(options: Options):
+    """The -D prior, loaded once for every file (a bad one is one error line up front)."""
+    if options.prior is None:
+        return None
+    from rwkvzip.priors import PriorError, load_prior
+
+    try:
+        return load_prior(options.prior)
+    except PriorError as exc:
         raise UserError(str(exc)) from None
 
 
@@ -78,7 +93,8 @@ class Run:
         self.errors = 0
         self.warnings = 0
         self.totals = None  # -l over several files
-        self.recipe = _recipe(options) if mode == COMPRESS else None
+        self.prior = _prior(options)
+        self.recipe = _recipe(options, self.prior) if mode == COMPRESS else None
 
     # -- the whole command -------------------------------------------------------------------
 
@@ -169,7 +185,8 @@ class Run:
         out = self._output(path, compressed_name)
         total = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
         self._transfer(path, out, total, lambda fin, fout, progress:
-                       compress_stream(fin, fout, self.recipe, progress), compressing=True)
+                       compress_stream(fin, fout, self.recipe, progress, prior=self.prior),
+                       compressing=True)
 
     def _decompress(self, path: str) -> None:
         from rwkvzip.api import decompress_stream
@@ -183,7 +200,9 @@ class Run:
         total = None
         if st is not None and stat.S_ISREG(st.st_mode) and self._bar_enabled():
             total = _raw_size(path)
-        self._transfer(path, out, total, decompress_stream, compressing=False)
+        self._transfer(path, out, total, lambda fin, fout, progress:
+                       decompress_stream(fin, fout, progress, prior=self.prior),
+                       compressing=False)
 
     def _transfer(self, path: str, out: str | None, total: int | None, work,
                   compressing: bool) -> None:
@@ -217,7 +236,7 @@ class Run:
         total = _raw_size(path) if st is not None and self._bar_enabled() else None
         with open_input(None if path == STDIN else path) as fin, \
                 feedback.progress_bar(total, os.path.basename(path), self._bar_enabled()) as bar:
-            decompress_stream(fin, _Null(), bar)
+            decompress_stream(fin, _Null(), bar, prior=self.prior)
 
     def _list(self, path: str) -> None:
         from rwkvzip import listing
@@ -265,3 +284,34 @@ def _raw_size(path: str) -> int | None:
 def run(mode: str, files: list[str], options: Options) -> int:
     """Run one command over its files; the exit status."""
     return Run(mode, options).run(list(files))
+
+
+def train(samples: list[str], output: str, *, level: int | None, from_scratch: bool,
+          seconds: float, epochs: int, force: bool, quiet: bool) -> int:
+    """`rwkvzip train`: the prior is written only when complete, never over a file without
+    -f; the report gives the validation bpb before and after."""
+    from rwkvzip import corpus, training
+    from rwkvzip.priors import PriorError, short
+    from rwkvzip.recipe import RecipeError
+
+    if seconds <= 0 or epochs < 1:
+        raise UserError("--time must be positive and --epochs at least 1")
+    if os.path.lexists(output) and not force:
+        raise UserError(f"{output} already exists; use -f to overwrite")
+    try:
+        total = sum(len(d) for _, d in corpus.sample_files(samples))
+        with feedback.progress_bar(int(0.9 * total) * epochs, "train",
+                                   feedback.show_progress(quiet)) as bar:
+            report = training.train(samples, level=level, from_scratch=from_scratch,
+                                    seconds=seconds, epochs=epochs, progress=bar)
+    except (corpus.CorpusError, RecipeError, PriorError) as exc:
+        raise UserError(str(exc)) from None
+    with atomic_output(output, force) as f:
+        f.write(report.prior)
+    if not quiet:
+        print(f"{output}: prior {short(report.digest)} from {report.start}; "
+              f"{report.train_bytes:,} bytes trained on, {report.val_bytes:,} held out; "
+              f"validation {report.val_before:.4f} -> {report.val_after:.4f} bpb "
+              f"(best epoch {report.best_epoch} of {report.epochs:g}, {report.seconds:.0f} s)",
+              file=sys.stderr)
+    return EXIT_OK

@@ -9,19 +9,21 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from rwkvzip.recipe import Recipe, RecipeError, preset_cards, preset_id_of
 
 MAGIC = b"RWKZ"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # what a stream without a prior of its own is written as
+PRIOR_VERSION = 2  # a version-1 header followed by the SHA-256 of the prior the stream needs
+DIGEST_BYTES = 32
 MAX_FRAME = 1 << 16  # raw bytes per frame
 MAX_RECIPE_JSON = 4096
 MAX_VARINT_BYTES = 10
 # Longest possible header, frame head (or end marker + trailer): an incremental reader never
 # needs more buffered bytes than this to parse one of them.
-MAX_HEADER = len(MAGIC) + 1 + 2 * MAX_VARINT_BYTES + MAX_RECIPE_JSON
+MAX_HEADER = len(MAGIC) + 1 + 2 * MAX_VARINT_BYTES + MAX_RECIPE_JSON + DIGEST_BYTES
 MAX_FRAME_HEAD = 2 * MAX_VARINT_BYTES + 4
 
 
@@ -70,15 +72,27 @@ def _read_varint(f: BinaryIO, what: str) -> int:
     raise FormatError(f"corrupt input (number too long in {what})")
 
 
-def encode_header(recipe: Recipe) -> bytes:
-    """Magic, version, then the recipe: a preset id (>= 1) or 0 + length + canonical JSON."""
+def _recipe_body(recipe: Recipe) -> bytes:
+    """A preset id (>= 1), or 0 + length + canonical JSON."""
     pid = preset_id_of(recipe)
     if pid is not None:
-        body = encode_varint(pid)
-    else:
-        raw = recipe.to_json()
-        body = encode_varint(0) + encode_varint(len(raw)) + raw
-    return MAGIC + bytes([FORMAT_VERSION]) + body
+        return encode_varint(pid)
+    raw = recipe.to_json()
+    return encode_varint(0) + encode_varint(len(raw)) + raw
+
+
+def encode_header(recipe: Recipe) -> bytes:
+    """Magic, version, then the recipe. A recipe that is a preset card (whose frozen recipe
+    may name a shipped prior) is version 1 with the card's id. A recipe that starts from
+    another prior is version 2: the recipe as it would be with the card's own start (so a
+    card with a user's prior stays a card id) followed by the prior's 32-byte digest."""
+    if not recipe.prior or preset_id_of(recipe) is not None:
+        return MAGIC + bytes([FORMAT_VERSION]) + _recipe_body(recipe)
+    base = next((card.recipe for card in preset_cards().values()
+                 if card.recipe == replace(recipe, prior=card.recipe.prior)),
+                replace(recipe, prior=""))
+    return (MAGIC + bytes([PRIOR_VERSION]) + _recipe_body(base)
+            + bytes.fromhex(recipe.prior))
 
 
 def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
@@ -95,22 +109,32 @@ def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
             raise FormatError("trailing garbage after the end of the compressed stream")
         raise FormatError("not an rwkvzip file (bad magic)")
     version = _read_exact(f, 1, "header")[0]
-    if version != FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, PRIOR_VERSION):
         raise FormatError(f"unsupported format version {version} (this rwkvzip reads "
-                          f"version {FORMAT_VERSION}; a newer rwkvzip made this file?)")
+                          f"versions {FORMAT_VERSION} and {PRIOR_VERSION}; a newer rwkvzip "
+                          "made this file?)")
     tag = _read_varint(f, "header")
     if tag:
         card = preset_cards().get(tag)
         if card is None:
             raise FormatError(f"unknown preset id {tag} (made by a newer rwkvzip?)")
-        return card.recipe
-    length = _read_varint(f, "header")
-    if length > MAX_RECIPE_JSON:
-        raise FormatError("corrupt header (recipe too long)")
-    try:
-        return Recipe.from_json(_read_exact(f, length, "header"))
-    except RecipeError as exc:
-        raise FormatError(f"cannot decode this file: {exc}") from None
+        recipe = card.recipe
+    else:
+        length = _read_varint(f, "header")
+        if length > MAX_RECIPE_JSON:
+            raise FormatError("corrupt header (recipe too long)")
+        try:
+            recipe = Recipe.from_json(_read_exact(f, length, "header"))
+        except RecipeError as exc:
+            raise FormatError(f"cannot decode this file: {exc}") from None
+    if version == PRIOR_VERSION:
+        digest = _read_exact(f, DIGEST_BYTES, "header").hex()
+        try:
+            recipe = replace(recipe, prior=digest)
+            recipe.validate()
+        except RecipeError as exc:
+            raise FormatError(f"cannot decode this file: {exc}") from None
+    return recipe
 
 
 def encode_frame(raw: bytes, payload: bytes | None) -> bytes:

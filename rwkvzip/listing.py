@@ -3,11 +3,11 @@ headers and frame heads without decoding (and without loading a model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
 from rwkvzip import container
-from rwkvzip.recipe import Recipe, preset_cards, preset_id_of
+from rwkvzip.recipe import Recipe, preset_cards
 
 
 @dataclass
@@ -20,10 +20,16 @@ class Listing:
 
 
 def recipe_label(recipe: Recipe) -> str:
-    """The preset card's name, or the architecture and size of a spelled-out recipe."""
-    pid = preset_id_of(recipe)
-    if pid is not None:
-        return preset_cards()[pid].name
+    """The preset card's name (or the architecture and size of a spelled-out recipe), and
+    the digest of the prior its network starts from, if any."""
+    label = _base_label(recipe)
+    return f"{label} prior sha256:{recipe.prior[:16]}" if recipe.prior else label
+
+
+def _base_label(recipe: Recipe) -> str:
+    for card in preset_cards().values():  # a card, or a card with another prior
+        if card.recipe == replace(recipe, prior=card.recipe.prior):
+            return card.name
     if recipe.counts is not None:
         return "count-models"
     if recipe.mix is not None and not recipe.mix.network:

@@ -17,16 +17,23 @@ from rwkvzip.params import (
     ModelFileError,
     check_tensors,
     load_safetensors,
-    save_safetensors,
+    safetensors_bytes,
 )
 from rwkvzip.recipe import ARCHS
 from rwkvzip.rwkv7 import Rwkv7Config
 
 
-def save_model(path: str | Path, model, W: np.ndarray) -> None:
+def model_bytes(model, W: np.ndarray, extra: dict[str, str] | None = None) -> bytes:
+    """A safetensors file: weights in file orientation; architecture, config (and `extra`)
+    in the metadata."""
     metadata = {ARCH_METADATA_KEY: model.arch,
-                CONFIG_METADATA_KEY: json.dumps(model.cfg.to_dict(), sort_keys=True)}
-    save_safetensors(path, model.layout.tensors(W), metadata)
+                CONFIG_METADATA_KEY: json.dumps(model.cfg.to_dict(), sort_keys=True),
+                **(extra or {})}
+    return safetensors_bytes(model.layout.tensors(W), metadata)
+
+
+def save_model(path: str | Path, model, W: np.ndarray) -> None:
+    Path(path).write_bytes(model_bytes(model, W))
 
 
 def _infer_rwkv7_config(tensors: dict[str, np.ndarray], path) -> Rwkv7Config:
@@ -58,6 +65,11 @@ def load_model(path: str | Path):
         tensors, metadata = load_safetensors(path)
     except OSError as exc:
         raise ModelFileError(f"{path}: {exc.strerror or exc}") from None
+    return model_from_tensors(tensors, metadata, path)
+
+
+def model_from_tensors(tensors: dict[str, np.ndarray], metadata: dict[str, str], path):
+    """(model, W) from parsed safetensors; `path` names the file in errors."""
     arch = metadata.get(ARCH_METADATA_KEY, "rwkv7")
     if arch not in ARCHS:
         raise ModelFileError(f"{path}: unknown architecture {arch!r}")

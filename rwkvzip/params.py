@@ -68,14 +68,18 @@ class Layout:
         return {s.name: self.get(W, s.name) for s in self.specs}
 
 
-def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],
-                     metadata: Mapping[str, str]) -> None:
-    from safetensors.numpy import save_file
+def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str]) -> bytes:
+    from safetensors.numpy import save
 
     # safetensors writes the raw buffer of each array: non-contiguous views would be saved
     # in memory order, not logical order, so make every array contiguous first.
     arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
-    save_file(arrays, str(path), metadata=dict(metadata))
+    return save(arrays, metadata=dict(metadata))
+
+
+def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],
+                     metadata: Mapping[str, str]) -> None:
+    Path(path).write_bytes(safetensors_bytes(tensors, metadata))
 
 
 _DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2),
@@ -83,11 +87,15 @@ _DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2
 
 
 def load_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Read every tensor as float32 plus the metadata; F16/BF16/F64 convert exactly or refuse.
+    """Read every tensor as float32 plus the metadata; F16/BF16/F64 convert exactly or refuse."""
+    return parse_safetensors(Path(path).read_bytes(), path)
 
-    Parsed here rather than through safetensors.numpy because numpy has no bfloat16.
+
+def parse_safetensors(data: bytes, path: str | Path = "<bytes>"
+                      ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Tensors (as float32) and metadata of a safetensors file's bytes; `path` names it in
+    errors. Parsed here rather than through safetensors.numpy because numpy has no bfloat16.
     """
-    data = Path(path).read_bytes()
     if len(data) < 8:
         raise ModelFileError(f"{path}: not a safetensors file (too short)")
     (hlen,) = struct.unpack("<Q", data[:8])
@@ -97,16 +105,21 @@ def load_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str,
         header = json.loads(data[8:8 + hlen])
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"{path}: not a safetensors file ({exc})") from None
+    if not isinstance(header, dict):
+        raise ModelFileError(f"{path}: not a safetensors file (bad header)")
     metadata = header.pop("__metadata__", None) or {}
     body = memoryview(data)[8 + hlen:]
     tensors = {}
     for name, info in header.items():
-        dtype = info.get("dtype")
+        dtype = info.get("dtype") if isinstance(info, dict) else None
         if dtype not in _DTYPES:
             raise ModelFileError(f"{path}: tensor {name} has unsupported dtype {dtype}")
         np_dtype, width = _DTYPES[dtype]
-        shape = tuple(int(d) for d in info["shape"])
-        start, end = (int(o) for o in info["data_offsets"])
+        try:
+            shape = tuple(int(d) for d in info["shape"])
+            start, end = (int(o) for o in info["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelFileError(f"{path}: tensor {name} has a bad header entry") from None
         if not 0 <= start <= end <= len(body) or end - start != width * int(np.prod(shape)):
             raise ModelFileError(f"{path}: tensor {name} has inconsistent offsets")
         raw = np.frombuffer(body[start:end], dtype=np_dtype).reshape(shape)

@@ -71,6 +71,7 @@ class Recipe:
     contract: int = NUMERIC_CONTRACT
     mix: MixConfig | None = None  # context mixing (None: the network alone)
     counts: CountsConfig | None = None  # count models linearly mixed, no network (fastcm.py)
+    prior: str = ""  # SHA-256 (hex) of the prior file the network starts from ("": seeded init)
 
     def validate(self) -> None:
         if self.arch not in ARCHS:
@@ -98,6 +99,12 @@ class Recipe:
             raise RecipeError("clip and lr_min must be non-negative")
         if not (0 <= self.warmup <= 2**40 and 0 <= self.decay <= 2**40):
             raise RecipeError("warmup and decay must be byte counts >= 0")
+        if self.prior and not (len(self.prior) == 64
+                               and all(c in "0123456789abcdef" for c in self.prior)):
+            raise RecipeError("prior must be a SHA-256 digest in lowercase hex")
+        if self.prior and (self.counts is not None
+                           or (self.mix is not None and not self.mix.network)):
+            raise RecipeError("a recipe without a network takes no prior")
         if self.mix is not None and self.counts is not None:
             raise RecipeError("a recipe has either mix or counts, not both")
         if not isinstance(self.model, ARCHS[self.arch][0]):
@@ -125,6 +132,8 @@ class Recipe:
             del d["counts"]
         else:
             d["counts"] = self.counts.to_dict()
+        if not self.prior:  # and so is the prior
+            del d["prior"]
         return d
 
     def to_json(self) -> bytes:
@@ -135,9 +144,9 @@ class Recipe:
     def from_dict(cls, d: dict) -> Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
-        for optional in ("mix", "counts"):  # the fields a complete recipe may omit
-            if optional not in d:
-                d = {**d, optional: None}
+        for optional, absent in (("mix", None), ("counts", None), ("prior", "")):
+            if optional not in d:  # the fields a complete recipe may omit
+                d = {**d, optional: absent}
         _require_fields(d, cls, "recipe")
         arch = d["arch"]
         if not isinstance(arch, str) or arch not in ARCHS:
@@ -168,7 +177,8 @@ class Recipe:
 
 _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
                 "eps": float, "bptt": int, "ckpt": int, "scope": str, "clip": float,
-                "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int}
+                "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int,
+                "prior": str}
 
 
 def _require_fields(d: dict, cls: type, what: str) -> None:

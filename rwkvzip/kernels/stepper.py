@@ -11,6 +11,7 @@ Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
               backpropagate the segment's mean loss through time (state gradients carried),
               take one optimizer step and recompute the live state with the new weights
   MODE_NONE   no network: the context models and mixer alone (needs mixing)
+  MODE_FROZEN the network predicts but does not learn (a recipe's lr 0, e.g. a frozen prior)
 
 With mixing (F[F_MIX] = 1) the coded distribution comes from mixer.predict, which takes the
 network's softmax as one input among the context models. The network then learns from its
@@ -55,7 +56,7 @@ from rwkvzip.kernels.optim import (
 )
 
 ARCH_RWKV7, ARCH_GDN = 0, 1  # the models' arch_id
-MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE = 0, 1, 2, 3
+MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
 
 @jit(inline="always")
@@ -173,6 +174,9 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
         context.next_contexts(S, HB, symbol)
         context.match_update(S, HB, CT)
     if mode == MODE_NONE:
+        publish(tr, I, P, F, CT, S, MX, ST)
+    elif mode == MODE_FROZEN:
+        forward(arch, symbol, W, state, tr, I, F)
         publish(tr, I, P, F, CT, S, MX, ST)
     elif mode == MODE_HEAD:
         learn_head(loss_symbol(symbol, tr, I, F, S, MX, 0), W, O, tr, I, F)

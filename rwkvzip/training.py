@@ -1,0 +1,259 @@
+"""Offline training of a network over many documents, for priors (scripts/pretrain.py and
+`rwkvzip train`).
+
+It runs exactly the codec's kernels (kernels/stepper.py): the online learner the
+compressor uses (TBPTT and Adam of the recipe), over documents in a shuffled order for
+several epochs, each document from a zero recurrent state as a compressed file starts.
+So the trained weights are, by construction, weights of the kernels' own mathematics, and
+the validation loss is the ideal code length the frozen network would spend on held-out
+files. Training itself need not be deterministic; only the exported bytes matter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from rwkvzip.codec import ENCODE_BLOCK, NetworkPredictor
+from rwkvzip.corpus import Document
+from rwkvzip.recipe import Recipe, RecipeError
+
+Log = Callable[[str], None]
+
+
+def frozen(recipe: Recipe) -> Recipe:
+    """The network alone with its weights fixed: what validation measures."""
+    return replace(recipe, lr=0.0, bptt=0, ckpt=16, mix=None, counts=None)
+
+
+def document_bits(predictor: NetworkPredictor, data: bytes, rows: np.ndarray) -> float:
+    """Ideal code length in bits of one document from a zero state (the predictor learns as
+    its recipe says)."""
+    predictor.restart()
+    buf = np.frombuffer(data, dtype=np.uint8).copy()
+    bits = 0.0
+    for lo in range(0, len(buf), ENCODE_BLOCK):
+        block = buf[lo:lo + ENCODE_BLOCK]
+        r = rows[:len(block)]
+        predictor.run_block(block, r)
+        p = r[np.arange(len(block)), block].astype(np.float64)
+        bits -= float(np.log2(p).sum())
+    return bits
+
+
+def evaluate(recipe: Recipe, W: np.ndarray, docs: list[Document]) -> float:
+    """Bits per byte of the frozen network over the documents (each from a zero state)."""
+    total = sum(len(d.data) for d in docs)
+    if not total:
+        return float("nan")
+    predictor = NetworkPredictor(frozen(recipe), W)
+    rows = np.empty((ENCODE_BLOCK, 256), dtype=np.float32)
+    return sum(document_bits(predictor, d.data, rows) for d in docs) / total
+
+
+@dataclass
+class TrainState:
+    """Where a run stands; saved in checkpoints so a run resumes where it stopped."""
+
+    epoch: int = 0
+    doc: int = 0  # next document of this epoch's order
+    bytes_trained: int = 0
+    seconds: float = 0.0
+    history: list[dict] = field(default_factory=list)
+
+
+def save_checkpoint(path: str | Path, predictor: NetworkPredictor, st: TrainState,
+                    recipe: Recipe) -> None:
+    tmp = Path(str(path) + ".tmp.npz")
+    np.savez(tmp, W=predictor.W, O=predictor.O, F=predictor.F,
+             meta=np.frombuffer(json.dumps({"state": st.__dict__,
+                                            "recipe": recipe.to_dict()}).encode(), np.uint8))
+    tmp.replace(path)
+
+
+def load_checkpoint(path: str | Path, predictor: NetworkPredictor) -> TrainState:
+    with np.load(path) as z:
+        predictor.W[:] = z["W"]
+        predictor.O[:] = z["O"]
+        predictor.F[:] = z["F"]
+        meta = json.loads(bytes(z["meta"]).decode())
+    return TrainState(**meta["state"])
+
+
+def checkpoint_recipe(path: str | Path) -> Recipe:
+    with np.load(path) as z:
+        return Recipe.from_dict(json.loads(bytes(z["meta"]).decode())["recipe"])
+
+
+def epoch_order(n: int, epoch: int, seed: int) -> np.ndarray:
+    return np.random.default_rng([seed, epoch]).permutation(n)
+
+
+def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = None,
+          seconds: float | None = None, epochs: int | None = None, seed: int = 0,
+          checkpoint: str | Path | None = None, checkpoint_every: float = 300.0,
+          progress: Callable[[int], None] | None = None, log: Log | None = None,
+          on_epoch: Callable[[int, np.ndarray], None] | None = None
+          ) -> tuple[np.ndarray, TrainState]:
+    """Train on the documents of split "train" until `seconds` or `epochs` runs out.
+
+    recipe: the network and its online learner (no mixing); weights: the start (else the
+    recipe's seeded init); with `checkpoint`, progress is saved there every
+    checkpoint_every seconds and at the end, and a run resumes from it if it exists;
+    on_epoch(epoch, W) is called after each complete epoch."""
+    if recipe.mix is not None or recipe.counts is not None or recipe.bptt < 1 or recipe.lr <= 0:
+        raise RecipeError("training needs a network recipe with bptt >= 1, lr > 0, no mixing")
+    if seconds is None and epochs is None:
+        raise ValueError("give a time or an epoch bound")
+    train_docs = [d for d in docs if d.split == "train" and d.data]
+    if not train_docs:
+        raise ValueError("no training documents")
+    predictor = NetworkPredictor(recipe, weights)
+    st = TrainState()
+    if checkpoint is not None and Path(checkpoint).exists():
+        st = load_checkpoint(checkpoint, predictor)
+        if log:
+            log(f"resumed at epoch {st.epoch}, document {st.doc}, "
+                f"{st.bytes_trained:,} bytes, {st.seconds:.0f} s")
+    rows = np.empty((ENCODE_BLOCK, 256), dtype=np.float32)
+    start = time.monotonic() - st.seconds
+    last_ckpt = time.monotonic()
+    window_bits, window_bytes = 0.0, 0
+
+    def out_of_time() -> bool:
+        return seconds is not None and time.monotonic() - start >= seconds
+
+    while (epochs is None or st.epoch < epochs) and not out_of_time():
+        order = epoch_order(len(train_docs), st.epoch, seed)
+        while st.doc < len(order) and not out_of_time():
+            d = train_docs[order[st.doc]]
+            bits = document_bits(predictor, d.data, rows)
+            window_bits += bits
+            window_bytes += len(d.data)
+            st.bytes_trained += len(d.data)
+            st.doc += 1
+            if progress:
+                progress(len(d.data))
+            if window_bytes >= 1 << 20:
+                st.seconds = time.monotonic() - start
+                st.history.append({"epoch": st.epoch, "bytes": st.bytes_trained,
+                                   "seconds": round(st.seconds, 1),
+                                   "train_bpb": round(window_bits / window_bytes, 4)})
+                if log:
+                    h = st.history[-1]
+                    log(f"epoch {h['epoch']} {h['bytes']:,} bytes {h['seconds']:.0f} s "
+                        f"train {h['train_bpb']:.4f} bpb")
+                window_bits, window_bytes = 0.0, 0
+            if checkpoint is not None and time.monotonic() - last_ckpt >= checkpoint_every:
+                st.seconds = time.monotonic() - start
+                save_checkpoint(checkpoint, predictor, st, recipe)
+                last_ckpt = time.monotonic()
+        if st.doc >= len(order):
+            if on_epoch:
+                on_epoch(st.epoch, predictor.W)
+            st.epoch += 1
+            st.doc = 0
+    st.seconds = time.monotonic() - start
+    if checkpoint is not None:
+        save_checkpoint(checkpoint, predictor, st, recipe)
+    if not np.all(np.isfinite(predictor.W)):
+        raise FloatingPointError("training diverged (non-finite weights)")
+    return predictor.W.copy(), st
+
+
+def bpb_text(bpb: float) -> str:
+    return "n/a" if math.isnan(bpb) else f"{bpb:.4f}"
+
+
+# ---------------------------------------------------------------- rwkvzip train
+
+TRAIN_SECONDS = 600.0  # default bound of `rwkvzip train`
+TRAIN_EPOCHS = 20
+
+
+@dataclass
+class TrainReport:
+    """What `train` did: the prior made and the validation bpb before and after."""
+
+    prior: bytes  # the prior file's bytes
+    digest: str
+    start: str  # "shipped prior sha256:..." or "seeded init"
+    train_bytes: int
+    val_bytes: int
+    val_before: float
+    val_after: float
+    epochs: float
+    best_epoch: int
+    seconds: float
+
+
+def tuning_recipe(base: Recipe, from_scratch: bool) -> Recipe:
+    """The learner `train` runs on a level's network: TBPTT(8) with Adam, a higher rate from
+    a seeded start than when refining a prior."""
+    lr = 0.001 if from_scratch else 0.0005
+    return replace(base, mix=None, counts=None, prior="", optimizer="adam", beta1=0.0,
+                   bptt=8, ckpt=8, lr=lr, decay=1 << 20, lr_min=lr / 10, warmup=0, clip=0.0)
+
+
+def train(samples: list[str | Path], output: str | Path | None = None, *,
+          level: int | None = None,
+          from_scratch: bool = False, seconds: float | None = TRAIN_SECONDS,
+          epochs: int | None = TRAIN_EPOCHS, progress: Callable[[int], None] | None = None,
+          log: Log | None = None) -> TrainReport:
+    """Train a prior on sample files or directories (like `zstd --train`) and write it.
+
+    Starts from the level's shipped prior (or its network's seeded init with
+    from_scratch), holds out about a tenth of the samples for validation, trains for at
+    most `seconds` and `epochs`, and keeps the weights of the epoch with the best
+    validation loss. Compress and decompress with the file as `prior=` / `-D FILE`. The
+    prior's bytes are in the report; with `output` they are also written there (through a
+    temporary file renamed into place)."""
+    from rwkvzip import corpus, priors
+    from rwkvzip.recipe import DEFAULT_LEVEL, level_recipe
+
+    card = level_recipe(DEFAULT_LEVEL if level is None else level)
+    if card.counts is not None or (card.mix is not None and not card.mix.network):
+        raise RecipeError("this level runs no network, so it has no prior to train")
+    start = None if from_scratch else priors.resolve(card)
+    recipe = tuning_recipe(card, from_scratch)
+    docs = corpus.documents_from_samples(samples)
+    val = [d for d in docs if d.split == "val"]
+    t0 = time.monotonic()
+    W0 = start.W.copy() if start is not None else recipe.build_model().init_params(recipe.seed)
+    before = evaluate(recipe, W0, val)
+    best = {"bpb": before, "W": W0.copy(), "epoch": -1}
+
+    def keep_best(epoch: int, W: np.ndarray) -> None:
+        bpb = evaluate(recipe, W, val)
+        if log:
+            log(f"epoch {epoch + 1}: validation {bpb:.4f} bpb")
+        if bpb < best["bpb"]:
+            best.update(bpb=bpb, W=W.copy(), epoch=epoch)
+
+    left = None if seconds is None else max(0.0, seconds - (time.monotonic() - t0))
+    W, st = fit(recipe, docs, weights=W0, seconds=left, epochs=epochs, progress=progress,
+                on_epoch=keep_best)
+    if st.doc:  # stopped inside an epoch by the time bound
+        keep_best(st.epoch, W)
+    man = corpus.manifest(docs, [{"name": "samples", "files": len(samples)}])
+    info = {"start": "seeded" if start is None else start.digest,
+            "train_bytes": man["train_bytes"], "val_bytes": man["val_bytes"],
+            "val_bpb_before": round(before, 5), "val_bpb": round(best["bpb"], 5),
+            "epochs": round(st.epoch + st.doc / max(1, len(docs) - len(val)), 3),
+            "seconds": round(time.monotonic() - t0, 1)}
+    data = priors.prior_bytes(recipe.build_model(), best["W"], man["digest"], info)
+    if output is not None:
+        tmp = Path(f"{output}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(output)
+    return TrainReport(data, hashlib.sha256(data).hexdigest(),
+                       "seeded init" if start is None else f"prior {priors.short(start.digest)}",
+                       man["train_bytes"], man["val_bytes"], before, best["bpb"],
+                       info["epochs"], best["epoch"] + 1, info["seconds"])

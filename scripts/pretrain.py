@@ -1,0 +1,310 @@
+"""Build the pre-training corpus, train a prior on it, export and check it.
+
+    python scripts/pretrain.py corpus --out DIR [--install] [--cap-scale X]
+    python scripts/pretrain.py train --corpus DIR --name NAME --arch rwkv7 \
+        --set hidden=64,layers=1 --time SECONDS [--epochs N] [--work DIR]
+    python scripts/pretrain.py export --corpus DIR --name NAME [--work DIR] -o FILE
+
+The corpus comes only from what a fresh machine can install (DESIGN.md, "Learned
+priors"): the Debian packages and PyPI releases pinned in SOURCES below, never evaluation
+data (the Canterbury/Calgary corpora, enwik, the Bible, the CIA factbook), the Python
+standard library or packages that copy it, or licence texts. `corpus` writes
+DIR/corpus.bin and DIR/manifest.json (every document's source, name, bytes, SHA-256 and
+split); the manifest's digest goes into the prior.
+
+`train` runs the compressor's own online learner (rwkvzip.training: the kernels' TBPTT and
+Adam) over the training documents for many epochs, each from a zero state, in the
+background if you like (`nohup ... &`): it logs to WORK/NAME.log and checkpoints to
+WORK/NAME.ckpt.npz every few minutes, and a second `train` with the same name resumes.
+`export` writes the prior file, then reloads it and checks that the numba forward gives
+the trainer's validation loss (within 0.5 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rwkvzip import corpus as corp
+from rwkvzip import priors, training
+from rwkvzip.recipe import ARCHS, Recipe, parse_settings, with_overrides
+
+ROOT = Path(__file__).resolve().parents[1]
+EVAL_CORPUS = ROOT.parent / "shared" / "corpus"
+DOWNLOADS = Path.home() / ".cache" / "rwkvzip-pretrain"
+MiB = 1 << 20
+# Names of evaluation files (and of their newer versions that packages ship).
+EVAL_NAMES = {"alice29.txt", "asyoulik.txt", "cp.html", "fields.c", "grammar.lsp",
+              "kennedy.xls", "lcet10.txt", "plrabn12.txt", "ptt5", "sum", "xargs.1",
+              "bible.txt", "world192.txt", "e.coli", "xargs.1.gz"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One kind of data: Debian package files or a PyPI release's files, capped in bytes."""
+
+    name: str
+    kind: str  # "deb" (files of installed packages) or "pypi" (a wheel or sdist)
+    packages: tuple[str, ...]  # Debian packages, or "name==version" requirements
+    suffixes: tuple[str, ...]  # file name endings taken (".gz" is read through)
+    cap: int  # bytes taken at most, files picked in a fixed pseudo-random order
+    under: str = ""  # only files whose path contains this
+    sdist: bool = False  # PyPI: the source distribution instead of the wheel
+
+
+SOURCES = [
+    Source("man", "deb", ("manpages", "manpages-dev"), (".gz",), 6 * MiB, "/man/"),
+    Source("gcide", "deb", ("dict-gcide",), (".dict.dz",), 6 * MiB),
+    Source("fortunes", "deb", ("fortunes", "fortune-anarchism"), ("",), 4 * MiB,
+           "/games/fortunes/"),
+    Source("handbook", "deb", ("debian-handbook",), (".html",), 3 * MiB, "/html/en-US/"),
+    Source("pydoc", "deb", ("python3.11-doc",), (".rst.txt",), 4 * MiB, "/_sources/"),
+    Source("kerneldoc", "deb", ("linux-doc-6.1",), (".rst.gz", ".txt.gz"), 4 * MiB,
+           "/Documentation/"),
+    Source("python", "pypi", ("django==4.2.16", "requests==2.32.3", "flask==3.0.3",
+                              "jinja2==3.1.4", "werkzeug==3.0.4", "click==8.1.7",
+                              "rich==13.9.4", "pygments==2.18.0", "docutils==0.21.2",
+                              "sphinx==7.4.7", "sympy==1.13.3", "attrs==24.2.0"),
+           (".py",), 6 * MiB),
+    Source("c", "pypi", ("brotli==1.1.0", "zstandard==0.23.0"), (".c", ".h"), 3 * MiB,
+           sdist=True),
+]
+
+
+def log(msg: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- corpus
+
+
+def deb_files(pkg: str, install: bool) -> list[str]:
+    st = subprocess.run(["dpkg", "-L", pkg], capture_output=True, text=True)
+    if st.returncode != 0:
+        if not install:
+            sys.exit(f"Debian package {pkg} is not installed: run "
+                     f"'apt-get install {pkg}' (or pretrain.py corpus --install)")
+        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", pkg],
+                       check=True)
+        return deb_files(pkg, False)
+    return [line for line in st.stdout.splitlines() if Path(line).is_file()]
+
+
+def deb_version(pkg: str) -> str:
+    st = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
+                        text=True)
+    return st.stdout.strip()
+
+
+def read_member(name: str, raw: bytes) -> bytes:
+    if name.endswith((".gz", ".dz")):
+        return gzip.decompress(raw)
+    return raw
+
+
+def deb_source(src: Source, install: bool) -> tuple[list[tuple[str, bytes]], dict]:
+    files: list[tuple[str, bytes]] = []
+    for pkg in src.packages:
+        for path in deb_files(pkg, install):
+            if src.under not in path or not path.endswith(src.suffixes):
+                continue
+            if src.suffixes == ("",) and Path(path).suffix in (".dat", ".u8"):
+                continue  # fortune's index files and symlinked copies
+            files.append((path, read_member(path, Path(path).read_bytes())))
+    return files, {"packages": {p: deb_version(p) for p in src.packages}}
+
+
+def pypi_archive(req: str, sdist: bool) -> Path:
+    DOWNLOADS.mkdir(parents=True, exist_ok=True)
+    name, version = req.split("==")
+    want = "--no-binary" if sdist else "--only-binary"
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", want, ":all:",
+                    "-d", str(DOWNLOADS), req], check=True)
+    stem = name.lower().replace("-", "_")
+    for f in sorted(DOWNLOADS.iterdir()):
+        low = f.name.lower().replace("-", "_")
+        if low.startswith(f"{stem}_{version}") and (
+                low.endswith((".tar.gz", ".zip")) if sdist else low.endswith(".whl")):
+            return f
+    sys.exit(f"pip download of {req} left no archive in {DOWNLOADS}")
+
+
+def archive_members(path: Path) -> list[tuple[str, bytes]]:
+    if path.name.endswith((".whl", ".zip")):
+        with zipfile.ZipFile(path) as z:
+            return [(n, z.read(n)) for n in sorted(z.namelist()) if not n.endswith("/")]
+    with tarfile.open(path) as t:
+        return [(m.name, t.extractfile(m).read()) for m in sorted(t.getmembers(),
+                                                                   key=lambda m: m.name)
+                if m.isfile()]
+
+
+def pypi_source(src: Source) -> tuple[list[tuple[str, bytes]], dict]:
+    files, archives = [], {}
+    for req in src.packages:
+        path = pypi_archive(req, src.sdist)
+        archives[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        for name, data in archive_members(path):
+            if name.endswith(src.suffixes):
+                files.append((f"{req}/{name}", data))
+    return files, {"archives": archives}
+
+
+def eval_lines() -> set[bytes]:
+    """Long lines of the evaluation files: a document made of them is not trained on."""
+    lines: set[bytes] = set()
+    if EVAL_CORPUS.is_dir():
+        for f in EVAL_CORPUS.rglob("*"):
+            if f.is_file():
+                lines.update(ln.strip() for ln in f.read_bytes().splitlines()
+                             if len(ln.strip()) >= 40)
+    return lines
+
+
+def overlaps_eval(data: bytes, lines: set[bytes]) -> bool:
+    long = [ln.strip() for ln in data.splitlines() if len(ln.strip()) >= 40]
+    return bool(long) and sum(ln in lines for ln in long) > 0.1 * len(long)
+
+
+def build_corpus(out: Path, install: bool, cap_scale: float) -> dict:
+    banned = eval_lines()
+    docs: list[corp.Document] = []
+    sources = []
+    for src in SOURCES:
+        files, origin = (deb_source(src, install) if src.kind == "deb" else pypi_source(src))
+        kept, skipped = 0, 0
+        order = sorted(files, key=lambda f: hashlib.sha256(f[0].encode()).digest())
+        cap = int(src.cap * cap_scale)
+        for name, data in order:
+            base = Path(name).name
+            if (corp.is_skipped_name(base) or base in EVAL_NAMES or corp.looks_binary(data)
+                    or not data.strip() or overlaps_eval(data, banned)):
+                skipped += 1
+                continue
+            if kept >= cap:
+                break
+            data = data[:cap - kept]
+            kept += len(data)
+            docs.extend(corp.pieces(src.name, name, data))
+        sources.append({"name": src.name, "kind": src.kind, "bytes": kept,
+                        "skipped_files": skipped, **origin})
+        log(f"{src.name}: {kept:,} bytes ({skipped} files left out)")
+    man = corp.save(docs, out, sources)
+    log(f"corpus {out}: {man['train_bytes']:,} train + {man['val_bytes']:,} validation "
+        f"bytes, manifest {man['digest'][:16]}")
+    return man
+
+
+# ---------------------------------------------------------------- train / export
+
+VAL_CAP = 512 * 1024  # validation bytes evaluated (the first documents of the split)
+
+
+def validation(docs: list[corp.Document]) -> list[corp.Document]:
+    out, n = [], 0
+    for d in docs:
+        if d.split == "val" and n < VAL_CAP:
+            out.append(d)
+            n += len(d.data)
+    return out
+
+
+def pretrain_recipe(arch: str, settings: str) -> Recipe:
+    """The network and online learner of a pre-training run (no mixing)."""
+    base = Recipe(arch=arch, model=ARCHS[arch][0](), bptt=8, ckpt=8, lr=0.001, decay=MiB,
+                  lr_min=0.0001)
+    return with_overrides(base, **parse_settings(settings))
+
+
+def run_paths(work: Path, name: str) -> tuple[Path, Path, Path]:
+    work.mkdir(parents=True, exist_ok=True)
+    return work / f"{name}.ckpt.npz", work / f"{name}.json", work / f"{name}.log"
+
+
+def cmd_train(a: argparse.Namespace) -> None:
+    docs, man = corp.load(a.corpus)
+    ckpt, info_path, _ = run_paths(Path(a.work), a.name)
+    # resuming: the run's own recipe
+    recipe = (training.checkpoint_recipe(ckpt) if ckpt.exists()
+              else pretrain_recipe(a.arch, a.set))
+    val = validation(docs)
+    log(f"{a.name}: {recipe.arch} {recipe.model}, {recipe.build_model().layout.size:,} "
+        f"parameters; {man['train_bytes']:,} training bytes, {len(val)} validation documents")
+    W, st = training.fit(recipe, docs, seconds=a.time, epochs=a.epochs, seed=a.seed,
+                           checkpoint=ckpt, checkpoint_every=a.checkpoint_every, log=log)
+    val_bpb = training.evaluate(recipe, W, val)
+    log(f"{a.name}: {st.bytes_trained:,} bytes in {st.seconds:.0f} s, epoch {st.epoch}; "
+        f"validation {val_bpb:.4f} bpb")
+    info = {"recipe": recipe.to_dict(), "manifest": man["digest"], "val_bpb": val_bpb,
+            "bytes_trained": st.bytes_trained, "seconds": round(st.seconds, 1),
+            "epochs": round(st.epoch + st.doc / max(1, sum(d.split == "train" for d in docs)),
+                            3),
+            "history": st.history}
+    info_path.write_text(json.dumps(info, indent=1) + "\n")
+
+
+def cmd_export(a: argparse.Namespace) -> None:
+    docs, man = corp.load(a.corpus)
+    ckpt, info_path, _ = run_paths(Path(a.work), a.name)
+    info = json.loads(info_path.read_text())
+    recipe = Recipe.from_dict(info["recipe"])
+    predictor = training.NetworkPredictor(recipe)
+    training.load_checkpoint(ckpt, predictor)
+    training_info = {k: info[k] for k in ("val_bpb", "bytes_trained", "seconds", "epochs")}
+    training_info["data"] = {s["name"]: s["bytes"] for s in man["sources"]}
+    training_info["trainer"] = {"bptt": recipe.bptt, "lr": recipe.lr, "decay": recipe.decay,
+                                "lr_min": recipe.lr_min, "optimizer": recipe.optimizer}
+    digest = priors.save_prior(a.output, predictor.model, predictor.W, man["digest"],
+                               training_info)
+    prior = priors.load_prior(a.output)
+    bpb = training.evaluate(replace(recipe, prior=digest), prior.W, validation(docs))
+    rel = abs(bpb - info["val_bpb"]) / info["val_bpb"]
+    log(f"{a.output}: {priors.short(digest)}, {Path(a.output).stat().st_size:,} bytes; "
+        f"validation {bpb:.4f} bpb from the file vs {info['val_bpb']:.4f} in training "
+        f"({100 * rel:.3f} %)")
+    if rel > 0.005:
+        sys.exit("the exported prior does not reproduce the trainer's validation loss")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("corpus", help="build the training corpus")
+    c.add_argument("--out", required=True)
+    c.add_argument("--install", action="store_true", help="apt-get install missing packages")
+    c.add_argument("--cap-scale", type=float, default=1.0, help="scale every source's cap")
+    for name in ("train", "export"):
+        p = sub.add_parser(name)
+        p.add_argument("--corpus", required=True)
+        p.add_argument("--name", required=True, help="run name (checkpoint, log, info)")
+        p.add_argument("--work", default=str(ROOT / "build" / "pretrain"))
+    t = sub.choices["train"]
+    t.add_argument("--arch", default="rwkv7", choices=sorted(ARCHS))
+    t.add_argument("--set", default="", help="recipe settings, e.g. hidden=64,layers=1")
+    t.add_argument("--time", type=float, default=None, help="seconds of training in all")
+    t.add_argument("--epochs", type=int, default=None)
+    t.add_argument("--seed", type=int, default=0, help="document order")
+    t.add_argument("--checkpoint-every", type=float, default=300.0)
+    sub.choices["export"].add_argument("-o", "--output", required=True)
+    a = ap.parse_args(argv)
+    if a.cmd == "corpus":
+        build_corpus(Path(a.out), a.install, a.cap_scale)
+    elif a.cmd == "train":
+        if a.time is None and a.epochs is None:
+            ap.error("give --time or --epochs")
+        cmd_train(a)
+    else:
+        cmd_export(a)
+
+
+if __name__ == "__main__":
+    main()

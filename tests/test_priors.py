@@ -1,0 +1,202 @@
+"""Prior files: identity, refusal of anything else, headers that record them, decoding that
+needs them, the frozen mode, training your own (API and CLI)."""
+
+import hashlib
+import io
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import rwkvzip
+from rwkvzip import container, listing, priors, training
+from rwkvzip.codec import Predictor
+from rwkvzip.corpus import CorpusError
+from rwkvzip.gdn import GdnConfig, GdnModel
+from rwkvzip.mixing import MixConfig
+from rwkvzip.modelfile import save_model
+from rwkvzip.recipe import Recipe, RecipeError, preset_by_name
+
+from clitools import assert_clean_error
+from clitools import rwkvzip as cli
+
+SMALL = GdnConfig(hidden=16, layers=1, key_heads=1, value_heads=1, key_dim=16, value_dim=16,
+                  mlp=32)
+TEXT = b"A prior is a network that has read text before it sees yours. " * 40
+
+
+def make_prior(path, seed=1, cfg=SMALL):
+    model = GdnModel(cfg)
+    return priors.save_prior(path, model, model.init_params(seed), "ab" * 32, {"note": "t"})
+
+
+def small_recipe(**kw) -> Recipe:
+    """The network mixed with small context-model tables; frozen (lr 0) unless told."""
+    base = Recipe(arch="gdn", model=SMALL, lr=0.0, bptt=0,
+                  mix=MixConfig(table_bits=12, match_bits=12))
+    return replace(base, **kw)
+
+
+@pytest.fixture
+def prior_file(tmp_path):
+    path = tmp_path / "p.safetensors"
+    make_prior(path)
+    return path
+
+
+def test_identity_is_the_file_digest(prior_file):
+    digest = hashlib.sha256(prior_file.read_bytes()).hexdigest()
+    p = priors.load_prior(prior_file)
+    assert p.digest == digest
+    assert priors.load_prior(prior_file.read_bytes()).digest == digest
+    assert p.model.cfg == SMALL and p.W.dtype == np.float32
+    assert p.training["note"] == "t" and p.metadata[priors.KEY_MANIFEST] == "ab" * 32
+    assert not p.W.flags.writeable  # shared by every stream: never trained in place
+
+
+def test_not_a_prior_is_one_clear_error(tmp_path, prior_file):
+    plain = tmp_path / "plain.safetensors"
+    model = GdnModel(SMALL)
+    save_model(plain, model, model.init_params(0))
+    with pytest.raises(priors.PriorError, match="not an rwkvzip prior"):
+        priors.load_prior(plain)
+    with pytest.raises(priors.PriorError, match="not a safetensors file"):
+        priors.load_prior(b"hello, this is not a model file at all")
+    with pytest.raises(priors.PriorError, match="No such file"):
+        priors.load_prior(tmp_path / "missing.safetensors")
+    data = bytearray(prior_file.read_bytes())
+    data[-8] ^= 0x01  # a low mantissa bit of the last tensor: still a finite float
+    with pytest.raises(priors.PriorError, match="damaged prior"):
+        priors.load_prior(bytes(data))
+    with pytest.raises(priors.PriorError):
+        priors.load_prior(bytes(data[:len(data) // 2]))
+
+
+def test_roundtrip_with_prior_and_refusals(tmp_path, prior_file):
+    blob = rwkvzip.compress(TEXT, recipe=small_recipe(), prior=prior_file)
+    assert blob[:5] == container.MAGIC + bytes([container.PRIOR_VERSION])
+    assert rwkvzip.decompress(blob, prior=prior_file) == TEXT
+    digest = priors.load_prior(prior_file).digest
+    with pytest.raises(priors.PriorError, match=f"sha256:{digest}"):
+        rwkvzip.decompress(blob)
+    other = tmp_path / "other.safetensors"
+    make_prior(other, seed=2)
+    with pytest.raises(priors.PriorError, match="not .*other.safetensors"):
+        rwkvzip.decompress(blob, prior=other)
+    # the weights matter: the seeded start codes the same data differently
+    assert rwkvzip.compress(TEXT, recipe=small_recipe(lr=0.001, bptt=8)) != \
+        rwkvzip.compress(TEXT, recipe=small_recipe(lr=0.001, bptt=8), prior=prior_file)
+
+
+def test_adapting_prior_roundtrips_and_stream_api(prior_file):
+    recipe = small_recipe(lr=0.0005, bptt=8, ckpt=8)
+    out = io.BytesIO()
+    rwkvzip.compress_stream(io.BytesIO(TEXT), out, recipe, prior=prior_file)
+    back = io.BytesIO()
+    rwkvzip.decompress_stream(io.BytesIO(out.getvalue()), back, prior=prior_file)
+    assert back.getvalue() == TEXT
+
+
+def test_frozen_network_keeps_its_weights(prior_file):
+    p = priors.load_prior(prior_file)
+    recipe = replace(small_recipe(), prior=p.digest)
+    pred = Predictor(recipe, p.W)
+    pred.encode_frame(TEXT)
+    assert np.array_equal(pred.W, p.W)
+
+
+def test_card_with_a_users_prior_is_a_compact_header(tmp_path):
+    """A card whose network has the prior's size keeps its one-byte id plus the digest."""
+    card = preset_by_name("mix-v2")
+    model = card.recipe.build_model()
+    path = tmp_path / "rwkv.safetensors"
+    priors.save_prior(path, model, model.init_params(3), "00" * 32, {})
+    p = priors.load_prior(path)
+    recipe = priors.with_prior(card.recipe, p)
+    header = container.encode_header(recipe)
+    assert header == (container.MAGIC + bytes([container.PRIOR_VERSION, card.id])
+                      + bytes.fromhex(p.digest))
+    assert container.read_header(io.BytesIO(header)) == recipe
+    assert listing.recipe_label(recipe) == f"mix-v2 prior sha256:{p.digest[:16]}"
+
+
+def test_header_refuses_a_prior_on_a_recipe_without_network():
+    card = preset_by_name("cm-v2")
+    header = container.MAGIC + bytes([container.PRIOR_VERSION, card.id]) + b"\x11" * 32
+    with pytest.raises(container.FormatError, match="takes no prior"):
+        container.read_header(io.BytesIO(header))
+    with pytest.raises(container.FormatError, match="truncated"):
+        container.read_header(io.BytesIO(header[:-3]))
+    with pytest.raises(RecipeError, match="no network"):
+        priors.with_prior(preset_by_name("fast-v1").recipe,
+                          priors.Prior("0" * 64, "x", GdnModel(SMALL), np.zeros(1), {}))
+
+
+def test_recipe_json_keeps_old_bytes_and_checks_digest():
+    r = small_recipe()
+    assert "prior" not in json.loads(r.to_json())
+    with_digest = replace(r, prior="ab" * 32)
+    assert Recipe.from_json(with_digest.to_json()) == with_digest
+    with pytest.raises(RecipeError, match="SHA-256"):
+        replace(r, prior="xyz").validate()
+
+
+def test_train_api_improves_on_held_out_samples(tmp_path):
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(8):  # JSON lines of one shape: easy to learn, not in any prior
+        rows = [json.dumps({"id": int(k), "user": f"u{int(k) % 7}", "ok": bool(k % 2)})
+                for k in rng.integers(0, 10_000, 60)]
+        (samples / f"part{i}.jsonl").write_text("\n".join(rows) + "\n")
+    (samples / "LICENSE").write_text("never trained on")
+    out = tmp_path / "mine.prior"
+    report = rwkvzip.train([samples], out, level=7, from_scratch=True, seconds=60, epochs=2)
+    assert out.read_bytes() == report.prior
+    assert report.val_after < report.val_before
+    p = priors.load_prior(out)
+    assert p.digest == report.digest and p.model.cfg == preset_by_name("mix-v2").recipe.model
+    assert p.training["val_bpb"] == pytest.approx(report.val_after, abs=1e-4)
+
+
+def test_train_refuses_levels_without_network_and_empty_samples(tmp_path):
+    with pytest.raises(RecipeError, match="no network"):
+        training.train([tmp_path], level=1)
+    (tmp_path / "COPYING").write_text("licence")
+    with pytest.raises(CorpusError, match="no usable sample"):
+        training.train([tmp_path], level=7, from_scratch=True)
+
+
+def test_cli_prior_roundtrip_and_errors(tmp_path, prior_file):
+    src = tmp_path / "note.txt"
+    src.write_bytes(TEXT)
+    digest = priors.load_prior(prior_file).digest
+    assert cli("-7", "-D", prior_file, src).returncode == 0
+    packed = tmp_path / "note.txt.rwkz"
+    listed = cli("-l", packed)
+    assert listed.returncode == 0 and f"prior sha256:{digest[:16]}" in listed.stdout.decode()
+    assert_clean_error(cli("-d", "-c", packed), f"needs the prior sha256:{digest}")
+    other = tmp_path / "other.safetensors"
+    make_prior(other, seed=5)
+    assert_clean_error(cli("-d", "-c", "--prior", other, packed), "other.safetensors")
+    back = cli("-d", "-c", "-D", prior_file, packed)
+    assert back.returncode == 0 and back.stdout == TEXT
+    assert cli("-t", "-D", prior_file, packed).returncode == 0
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"\x00" * 40)
+    assert_clean_error(cli("-7", "-c", "-D", junk, src), "junk.safetensors")
+    assert_clean_error(cli("-1", "-c", "-D", prior_file, src), "takes no prior")
+
+
+def test_cli_train(tmp_path):
+    samples = tmp_path / "s.txt"
+    samples.write_bytes(TEXT * 3)
+    out = tmp_path / "mine.prior"
+    proc = cli("train", "-7", "--from-scratch", "--epochs", "1", "--time", "60", samples,
+               "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "validation" in proc.stderr.decode() and priors.load_prior(out)
+    assert_clean_error(cli("train", "-7", samples, "-o", out), "already exists")
+    assert_clean_error(cli("train", tmp_path / "nope", "-o", tmp_path / "x"),
+                       "no such file or directory")
