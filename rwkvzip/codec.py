@@ -136,7 +136,7 @@ class NetworkPredictor(Predictor):
         self.scratch = np.zeros(size, dtype=np.float32)
         self._no_rows = np.zeros((1, 256), dtype=np.float32)  # `run` without recording
         if recipe.mix is not None:
-            m = MixArrays(recipe.mix, recipe.bptt)
+            m = MixArrays(recipe.mix, recipe.bptt, frozen=recipe.lr == 0.0)
             self.mixing = (m.CT, m.HB, m.S, m.MX, m.ST)
         else:  # one-element stand-ins keep a single kernel signature
             self.mixing = (np.zeros(1, np.uint32), np.zeros(1, np.uint8), np.zeros(1, np.int64),

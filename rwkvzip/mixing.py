@@ -10,7 +10,7 @@ from rwkvzip.kernels import context as cx
 from rwkvzip.kernels import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
-OPTIONAL_FIELDS = ("selectors",)
+OPTIONAL_FIELDS = ("selectors", "net_init")
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,9 @@ class MixConfig:
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
     mixer (weights by node, match state and known models), or 2, a second mixer whose
-    weights are chosen by the previous byte and node, and a final mixer of the two. A field
+    weights are chosen by the previous byte and node, and a final mixer of the two;
+    net_init: every mixer's initial weight of the network's input (higher for a prior that
+    already predicts well). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -41,6 +43,7 @@ class MixConfig:
     map_rate: float = 0.005
     network: bool = True
     selectors: int = 1
+    net_init: float = 0.3
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -51,6 +54,8 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if not 10 <= self.table_bits <= 24:
             raise ValueError("table_bits must be in 10..24")
+        if not 0.0 <= self.net_init <= 4.0:
+            raise ValueError("net_init must be in [0, 4]")
         if self.selectors not in (1, 2):
             raise ValueError("selectors must be 1 or 2")
         if not 12 <= self.match_bits <= 28:
@@ -78,7 +83,8 @@ class MixConfig:
 class MixArrays:
     """The context models', match model's and mixer's state for one stream."""
 
-    def __init__(self, cfg: MixConfig, bptt: int):
+    def __init__(self, cfg: MixConfig, bptt: int, frozen: bool = False):
+        """frozen: the network does not learn, so the mixer computes no gradient for it."""
         K = len(cfg.orders)
         S = np.zeros(cx.N_S, dtype=np.int64)
         S[cx.S_K] = K
@@ -96,7 +102,8 @@ class MixArrays:
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
         offsets, size = mx.layout(K, cfg.network, bptt, cfg.selectors)
         S[mx.S_NIN] = offsets["nin"]
-        S[mx.S_NET] = int(cfg.network)
+        S[mx.S_NET] = (mx.NET_OFF if not cfg.network else mx.NET_FROZEN if frozen
+                       else mx.NET_LEARNS)
         S[mx.S_SEL] = cfg.selectors
         for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
                            (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
@@ -109,6 +116,7 @@ class MixArrays:
         MX[mx.MX_LR_DECAY] = cfg.lr_decay
         MX[mx.MX_APM_RATE] = cfg.apm_rate
         MX[mx.MX_MAP_RATE] = cfg.map_rate
+        MX[mx.MX_NET_INIT] = cfg.net_init
         self.S, self.MX = S, MX
         mx.init_tables(S, MX)
         cx.next_contexts_start(S)

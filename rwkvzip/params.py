@@ -69,12 +69,19 @@ class Layout:
 
 
 def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str]) -> bytes:
-    from safetensors.numpy import save
-
-    # safetensors writes the raw buffer of each array: non-contiguous views would be saved
-    # in memory order, not logical order, so make every array contiguous first.
-    arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
-    return save(arrays, metadata=dict(metadata))
+    """A safetensors file (float32 tensors), byte-for-byte the same for the same content:
+    tensors and metadata in sorted order. (The safetensors library writes metadata in hash
+    order, so the same prior would get a different digest each time it is saved.)"""
+    arrays = {k: np.ascontiguousarray(tensors[k], dtype="<f4") for k in sorted(tensors)}
+    header: dict = {"__metadata__": dict(metadata)} if metadata else {}
+    offset = 0
+    for name, a in arrays.items():
+        header[name] = {"dtype": "F32", "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+    raw = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the data starts 8-byte aligned, as the format asks
+    return b"".join([struct.pack("<Q", len(raw)), raw, *(a.tobytes() for a in arrays.values())])
 
 
 def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],

@@ -7,7 +7,9 @@ A SPEC is the base card with some settings changed, comma-separated `name=value`
 recipe and model fields (`hidden=128,layers=2,bptt=8,arch=gdn`), context-mixing fields as
 `mix.NAME` (`mix.orders=1-2-3-4-6-0,mix.table_bits=20`), count-model fields as
 `counts.NAME` (`counts.table_bits=16`), `net=0` for the context models without the
-network, `mix=0` for the network without mixing. `-` is the base card itself.
+network, `mix=0` for the network without mixing, `prior=FILE` to start the network from a
+prior file (it takes the prior's architecture and size; `lr=0` keeps it frozen). `-` is
+the base card itself.
 
 Every candidate compresses every file (the first BYTES of it with --head) through the
 real codec; bits per byte are charged a one-byte card header, as a shipped card would be
@@ -32,6 +34,7 @@ from rwkvzip import container
 from rwkvzip.api import compress_stream, decompress_stream
 from rwkvzip.fastcm import CountsConfig
 from rwkvzip.mixing import MixConfig
+from rwkvzip.priors import Prior, load_prior, with_prior
 from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -43,18 +46,23 @@ BINARY = ["canterbury/kennedy.xls", "canterbury/ptt5", "canterbury/sum"]
 SETS = {"text": TEXT, "binary": BINARY, "all": TEXT + BINARY}
 
 
-def candidate(base: Recipe, spec: str) -> Recipe:
-    """The base recipe with the SPEC's settings applied (see the module docstring)."""
+def candidate(base: Recipe, spec: str) -> tuple[Recipe, Prior | None]:
+    """The base recipe with the SPEC's settings applied (see the module docstring), and the
+    prior file it names (None: the base's own start)."""
     if spec == "-":
-        return base
+        return base, None
     settings = parse_settings(spec)
+    prior = settings.pop("prior", None)
+    prior = None if prior is None else load_prior(str(prior))
+    if prior is not None:
+        base = with_prior(base, prior)
     groups = {group: _fields(settings, group) for group in ("mix", "counts")}
     net = settings.pop("net", None)
     mixing = settings.pop("mix", None)
     rest = {k: v for k, v in settings.items() if "." not in k}
     recipe = with_overrides(base, **rest)
     if mixing == 0:
-        return replace(recipe, mix=None)
+        return replace(recipe, mix=None), prior
     if groups["counts"]:
         recipe = replace(recipe, counts=replace(recipe.counts, **groups["counts"]))
     if groups["mix"] or net is not None:
@@ -63,7 +71,7 @@ def candidate(base: Recipe, spec: str) -> Recipe:
             mix = replace(mix, network=bool(net))
         recipe = replace(recipe, mix=mix)
     recipe.validate()
-    return recipe
+    return recipe, prior
 
 
 def _fields(settings: dict, group: str) -> dict:
@@ -82,17 +90,17 @@ def _fields(settings: dict, group: str) -> dict:
     return out
 
 
-def measure(recipe: Recipe, data: bytes, decompress: bool) -> dict:
+def measure(recipe: Recipe, data: bytes, decompress: bool, prior: Prior | None = None) -> dict:
     """Compressed size with a one-byte card header; CPU and wall seconds of each direction."""
     out = io.BytesIO()
     c0, w0 = time.process_time(), time.perf_counter()
-    compress_stream(io.BytesIO(data), out, recipe)
+    compress_stream(io.BytesIO(data), out, recipe, prior=prior)
     row = {"compressed": len(out.getvalue()) - len(container.encode_header(recipe)) + 1,
            "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0}
     if decompress:
         back = io.BytesIO()
         c0, w0 = time.process_time(), time.perf_counter()
-        decompress_stream(io.BytesIO(out.getvalue()), back)
+        decompress_stream(io.BytesIO(out.getvalue()), back, prior=prior)
         row.update(decompress_cpu_s=time.process_time() - c0,
                    decompress_wall_s=time.perf_counter() - w0)
         if back.getvalue() != data:
@@ -118,11 +126,12 @@ def main() -> None:
     base = preset_by_name(args.base).recipe
     results = []
     for spec in args.specs:
-        recipe = candidate(base, spec)
-        compress_stream(io.BytesIO(b"warm-up " * 256), io.BytesIO(), recipe)
+        recipe, prior = candidate(base, spec)
+        compress_stream(io.BytesIO(b"warm-up " * 256), io.BytesIO(), recipe, prior=prior)
         rows = []
         for name, data in inputs.items():
-            row = {"file": name, "bytes": len(data), **measure(recipe, data, args.decompress)}
+            row = {"file": name, "bytes": len(data),
+                   **measure(recipe, data, args.decompress, prior)}
             row["bpb"] = 8 * row["compressed"] / max(len(data), 1)
             rows.append(row)
             speeds = [f"{len(data) / 1e3 / max(row[k], 1e-9):.1f}" for k in

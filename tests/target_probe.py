@@ -13,13 +13,23 @@ from pathlib import Path
 
 import numpy as np
 
-from rwkvzip import api
+from rwkvzip import api, priors
 from rwkvzip.fastcm import CountsConfig
-from rwkvzip.gdn import GdnConfig
+from rwkvzip.gdn import GdnConfig, GdnModel
 from rwkvzip.kernels import mathf
 from rwkvzip.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 from rwkvzip.rwkv7 import Rwkv7Config
+
+PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
+                         value_dim=16, conv_kernel=4, mlp=64)
+
+
+def probe_prior() -> bytes:
+    """A prior every target makes alike: seeded weights, scaled so they are not an init."""
+    model = GdnModel(PRIOR_CONFIG)
+    return priors.prior_bytes(model, model.init_params(21) * np.float32(1.5), "0" * 64, {})
+
 
 RECIPES = {
     "tiny-adam": Recipe(model=Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8,
@@ -64,6 +74,12 @@ RECIPES = {
     "wide-sgd": Recipe(model=Rwkv7Config(hidden=192, layers=1, ffn=256, decay_rank=8,
                                          a_rank=8, v_rank=8, g_rank=16),
                        optimizer="sgd", lr=0.02, seed=4),
+    # started from PRIOR (probe_prior): frozen inside the mixer, and adapting by TBPTT
+    "prior-frozen-mix": Recipe(arch="gdn", model=PRIOR_CONFIG, lr=0.0, bptt=0,
+                               mix=MixConfig(orders=(1, 2, 3, 0, 13), table_bits=11,
+                                             match_bits=14, selectors=2)),
+    "prior-tbptt-mix": Recipe(arch="gdn", model=PRIOR_CONFIG, lr=0.0005, bptt=8, ckpt=8,
+                              mix=MixConfig(table_bits=11, match_bits=14)),
 }
 
 
@@ -89,6 +105,9 @@ def kernel_digest() -> str:
     out = np.empty_like(x)
     mathf.log_array(np.exp(x), out)
     h.update(out.tobytes())
+    out = np.exp(x)
+    mathf.log_positive_array(out, np.empty_like(out))
+    h.update(out.tobytes())
     return h.hexdigest()
 
 
@@ -98,15 +117,17 @@ def main() -> None:
     if mode == "compress":
         data = Path(src).read_bytes()
         blobs = {}
+        prior = probe_prior()
         for name, recipe in RECIPES.items():
-            blob = api.compress(data, recipe)
+            blob = api.compress(data, recipe, prior=prior if name.startswith("prior") else None)
             (out / f"{name}.rwkz").write_bytes(blob)
             blobs[name] = hashlib.sha256(blob).hexdigest()
         print(json.dumps({"kernels": kernel_digest(), "blobs": blobs}))
     else:
+        prior = probe_prior()
         for name in RECIPES:
-            (out / f"{name}.out").write_bytes(api.decompress((Path(src) / f"{name}.rwkz")
-                                                             .read_bytes()))
+            blob = (Path(src) / f"{name}.rwkz").read_bytes()
+            (out / f"{name}.out").write_bytes(api.decompress(blob, prior=prior))
 
 
 if __name__ == "__main__":

@@ -200,3 +200,16 @@ def test_cli_train(tmp_path):
     assert_clean_error(cli("train", "-7", samples, "-o", out), "already exists")
     assert_clean_error(cli("train", tmp_path / "nope", "-o", tmp_path / "x"),
                        "no such file or directory")
+
+
+def test_same_weights_same_file_and_library_compatible(tmp_path):
+    """The identity is reproducible (sorted header), and the safetensors library reads it."""
+    from safetensors.numpy import load
+
+    a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
+    assert make_prior(a) == make_prior(b)
+    assert a.read_bytes() == b.read_bytes()
+    p = priors.load_prior(a)
+    tensors = load(a.read_bytes())
+    assert set(tensors) == {s.name for s in p.model.layout.specs}
+    assert np.array_equal(tensors["lm_head.weight"], p.model.layout.get(p.W, "lm_head.weight"))

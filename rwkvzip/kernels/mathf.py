@@ -78,6 +78,42 @@ def log64(x: float) -> float:
     return 2.0 * s * t + e * LN2_HI + e * LN2_LO
 
 
+MANTISSA_BITS = 0x000FFFFFFFFFFFFF
+HALF_EXPONENT = 0x3FE0000000000000  # the exponent field of 0.5: m * 2**e with m in [0.5, 1)
+
+
+@jit
+def log_positive_array(x, e):
+    """x[i] = log64(x[i]) in place for positive normal float64 values, bit for bit; `e` is
+    float64 scratch of the same length. The exponent is taken from the bits instead of
+    frexp and the branch is a select, so the loops vectorise (several times faster)."""
+    bits = x.view(np.int64)
+    for i in range(x.shape[0]):
+        b = bits[i]
+        e[i] = float(((b >> 52) & 0x7FF) - 1022)
+        bits[i] = (b & MANTISSA_BITS) | HALF_EXPONENT
+    for i in range(x.shape[0]):
+        m = x[i]
+        small = m < SQRT_HALF
+        m = m * 2.0 if small else m
+        k = e[i] - 1.0 if small else e[i]
+        f = m - 1.0
+        s = f / (2.0 + f)
+        s2 = s * s
+        t = 1.0 / 21.0
+        t = t * s2 + 1.0 / 19.0
+        t = t * s2 + 1.0 / 17.0
+        t = t * s2 + 1.0 / 15.0
+        t = t * s2 + 1.0 / 13.0
+        t = t * s2 + 1.0 / 11.0
+        t = t * s2 + 1.0 / 9.0
+        t = t * s2 + 1.0 / 7.0
+        t = t * s2 + 1.0 / 5.0
+        t = t * s2 + 1.0 / 3.0
+        t = t * s2 + 1.0
+        x[i] = 2.0 * s * t + k * LN2_HI + k * LN2_LO
+
+
 @jit
 def log1p64(y: float) -> float:
     """log(1 + y) for y > -1, accurate for tiny y (Goldberg's correction)."""

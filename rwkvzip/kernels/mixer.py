@@ -34,13 +34,16 @@ from rwkvzip.kernels.context import (
     update_models,
 )
 from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import log64, sigmoid64
+from rwkvzip.kernels.mathf import log64, log_positive_array, sigmoid64
 
 # S slots of the mixer (after context.py's, before its per-model arrays)
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
  S_ZS) = range(16, 31)
+# S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
+# logits); a frozen one (an input only)
+NET_OFF, NET_LEARNS, NET_FROZEN = 0, 1, 2
 # MX slots of float settings
-MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE = range(6)
+MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE, MX_NET_INIT = range(7)
 N_MX_HEAD = 8
 
 APM_CELLS = 33  # interpolation points over stretch(p) in [-8, 8]
@@ -49,7 +52,6 @@ NET_CLAMP = 16.0
 P_MIN = 1.0 / 65536.0
 W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
-W_INIT_NET = 0.3  # ... of the network
 W_INIT_FINAL = 0.5  # ... of each selector's mixer in the final mixer (two selectors)
 
 
@@ -84,7 +86,7 @@ def init_tables(S, MX):
         w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * 256 else W_INIT_MATCH[0]
         w[i * nin + 2 * K + 1] = 0.0  # bias
         if nin > 2 * K + 2:
-            w[i * nin + 2 * K + 2] = W_INIT_NET
+            w[i * nin + 2 * K + 2] = MX[MX_NET_INIT]
     if S[S_SEL] > 1:
         w2 = MX[S[S_W2]:S[S_W2] + 65536 * nin]
         for i in range(65536):
@@ -171,9 +173,12 @@ def net_inputs(q, S, MX, X, col):
         T[256 + s] = q[s]
     for n in range(255, 0, -1):
         T[n] = T[2 * n] + T[2 * n + 1]
+    r = np.empty(512, dtype=np.float64)  # ratios at nodes 1..255 (0 is a spare), scratch
+    for n in range(256):
+        r[n] = max(T[2 * n + 1], 1e-30) / max(T[2 * n], 1e-30)
+    log_positive_array(r[:256], r[256:])  # = log64 of each ratio, vectorised
     for n in range(1, 256):
-        v = log64(max(T[2 * n + 1], 1e-30) / max(T[2 * n], 1e-30))
-        X[n, col] = min(max(v, -NET_CLAMP), NET_CLAMP)
+        X[n, col] = min(max(r[n], -NET_CLAMP), NET_CLAMP)
 
 
 @jit
@@ -241,7 +246,7 @@ def learn(byte, CT, S, MX, gz):
     seen = MX[MX_SEEN]
     lr = max(MX[MX_LR] / np.sqrt(1.0 + seen / MX[MX_LR_DECAY]), MX[MX_LR_MIN])
     rate = MX[MX_APM_RATE]
-    net = S[S_NET] != 0
+    net = S[S_NET] == NET_LEARNS  # a frozen network (NET_FROZEN) needs no gradient
     if net:
         for s in range(256):
             gz[s] = 0.0
