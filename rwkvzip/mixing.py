@@ -10,7 +10,7 @@ from rwkvzip.kernels import context as cx
 from rwkvzip.kernels import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
-OPTIONAL_FIELDS = ("selectors", "net_init")
+OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class MixConfig:
     mixer (weights by node, match state and known models), or 2, a second mixer whose
     weights are chosen by the previous byte and node, and a final mixer of the two;
     net_init: every mixer's initial weight of the network's input (higher for a prior that
-    already predicts well). A field
+    already predicts well); net_gate: scale the network's input by how text-like the recent
+    bytes are (kernels/mixer.py, text_gate), for a prior that learned text. A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -44,6 +45,7 @@ class MixConfig:
     network: bool = True
     selectors: int = 1
     net_init: float = 0.3
+    net_gate: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -117,6 +119,8 @@ class MixArrays:
         MX[mx.MX_APM_RATE] = cfg.apm_rate
         MX[mx.MX_MAP_RATE] = cfg.map_rate
         MX[mx.MX_NET_INIT] = cfg.net_init
+        MX[mx.MX_TEXT] = 1.0  # a stream starts as text: a prior is heard from the first byte
+        S[mx.S_GATE] = int(cfg.net_gate)
         self.S, self.MX = S, MX
         mx.init_tables(S, MX)
         cx.next_contexts_start(S)

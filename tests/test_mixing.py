@@ -101,10 +101,14 @@ def test_unknown_context_gives_no_evidence_and_a_seen_one_does():
         node = 2 * node + bit
 
 
-def _mixer_loss_and_gradient(z, symbol, selectors=1):
+GATED_HISTORY = b"\0" * 21  # text-likeness 1 -> 0.85: the gate half open
+
+
+def _mixer_loss_and_gradient(z, symbol, selectors=1, gate=False):
     """The mixer's loss -sum ln p_mix(bit) on the symbol's path, given network logits z."""
-    arrays = MixArrays(replace(SMALL_MIX, network=True, selectors=selectors), 1)
-    for byte in b"some history so the models know things, some history":
+    arrays = MixArrays(replace(SMALL_MIX, network=True, selectors=selectors, net_gate=gate), 1)
+    history = b"some history so the models know things, some history"
+    for byte in history + (GATED_HISTORY if gate else b""):
         mixer.learn(byte, arrays.CT, arrays.S, arrays.MX, np.zeros(256, np.float32))
         context.next_contexts(arrays.S, arrays.HB, byte)
         context.match_update(arrays.S, arrays.HB, arrays.CT)
@@ -123,12 +127,12 @@ def _mixer_loss_and_gradient(z, symbol, selectors=1):
     return loss, gz.astype(np.float64)
 
 
-@pytest.mark.parametrize("selectors", [1, 2])
-def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss(selectors):
+@pytest.mark.parametrize(("selectors", "gate"), [(1, False), (2, False), (2, True)])
+def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss(selectors, gate):
     rng = np.random.default_rng(4)
     z = rng.normal(0.0, 1.5, 256)
     symbol = ord("h")
-    _, gz = _mixer_loss_and_gradient(z, symbol, selectors)
+    _, gz = _mixer_loss_and_gradient(z, symbol, selectors, gate)
     assert abs(gz.sum()) < 1e-5  # a softmax shift changes nothing
     checked = 0
     for s in [symbol, ord("s"), ord(" "), int(np.argmax(np.abs(gz)))] + list(rng.choice(256, 3)):
@@ -136,12 +140,36 @@ def test_gradient_to_the_network_is_the_derivative_of_the_mixer_loss(selectors):
         zp, zm = z.copy(), z.copy()
         zp[s] += eps
         zm[s] -= eps
-        fd = (_mixer_loss_and_gradient(zp, symbol, selectors)[0]
-              - _mixer_loss_and_gradient(zm, symbol, selectors)[0])
+        fd = (_mixer_loss_and_gradient(zp, symbol, selectors, gate)[0]
+              - _mixer_loss_and_gradient(zm, symbol, selectors, gate)[0])
         fd /= 2 * eps
         assert abs(fd - gz[s]) <= 2e-3 + 0.02 * abs(gz[s]), (s, fd, gz[s])
         checked += abs(gz[s]) > 1e-3
     assert checked >= 3
+
+
+def test_text_gate_silences_the_network_on_binary_data():
+    arrays = MixArrays(replace(SMALL_MIX, network=True, net_gate=True), 1)
+    S, MX = arrays.S, arrays.MX
+    q = np.zeros(256, np.float32)
+    q[ord("e")] = 0.9
+    q[:] += 0.1 / 256
+    col = 2 * len(SMALL_MIX.orders) + 2
+    X = MX[S[mixer.S_X]:S[mixer.S_X] + 256 * S[mixer.S_NIN]].reshape((256, -1))
+    P = np.zeros(256, np.float32)
+    mixer.predict(q, arrays.CT, S, MX, arrays.ST, 2.0**-20, P)
+    heard = X[1:, col].copy()
+    assert np.abs(heard).max() > 1.0  # at the start a stream counts as text
+    for byte in bytes(range(256)) * 2 + b"\0" * 200:  # binary data
+        mixer.learn(byte, arrays.CT, S, MX, np.zeros(256, np.float32))
+        context.next_contexts(S, arrays.HB, byte)
+    mixer.predict(q, arrays.CT, S, MX, arrays.ST, 2.0**-20, P)
+    assert np.all(X[1:, col] == 0.0) and mixer.text_gate(S, MX) == 0.0
+    for byte in b"plain text again, line after line.\n" * 12:
+        mixer.learn(byte, arrays.CT, S, MX, np.zeros(256, np.float32))
+        context.next_contexts(S, arrays.HB, byte)
+    mixer.predict(q, arrays.CT, S, MX, arrays.ST, 2.0**-20, P)
+    assert mixer.text_gate(S, MX) == 1.0 and np.array_equal(X[1:, col], heard)
 
 
 def test_network_learns_from_its_loss_plus_the_mixers():

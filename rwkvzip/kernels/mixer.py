@@ -39,11 +39,12 @@ from rwkvzip.kernels.mathf import log64, log_positive_array, sigmoid64
 # S slots of the mixer (after context.py's, before its per-model arrays)
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
  S_ZS) = range(16, 31)
+S_GATE = 31  # 1: the network's input is scaled by text_gate (mix field net_gate)
 # S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
 # logits); a frozen one (an input only)
 NET_OFF, NET_LEARNS, NET_FROZEN = 0, 1, 2
 # MX slots of float settings
-MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE, MX_NET_INIT = range(7)
+MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE, MX_NET_INIT, MX_TEXT = range(8)
 N_MX_HEAD = 8
 
 APM_CELLS = 33  # interpolation points over stretch(p) in [-8, 8]
@@ -53,6 +54,13 @@ P_MIN = 1.0 / 65536.0
 W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
 W_INIT_FINAL = 0.5  # ... of each selector's mixer in the final mixer (two selectors)
+# The text gate: MX[MX_TEXT] follows how text-like the recent bytes are (printable ASCII,
+# tab, CR, LF count 1, bytes >= 128 one half, other control bytes 0) at TEXT_RATE a byte; the
+# network's input is scaled by (text - GATE_LO) / (GATE_HI - GATE_LO) clamped to [0, 1], so
+# a network that learned text (a prior) is heard on text and silenced on binary data, where
+# its confident guesses would cost bits until the mixer unlearnt them.
+TEXT_RATE = 1.0 / 128.0
+GATE_LO, GATE_HI = 0.75, 0.95
 
 
 def layout(n_models: int, net: bool, bptt: int, selectors: int = 1) -> tuple[dict, int]:
@@ -165,6 +173,22 @@ def apm_rows(S, node):
     return S[S_A1] + node * APM_CELLS, S[S_A2] + ((c1 << 8) | node) * APM_CELLS
 
 
+@jit(inline="always")
+def text_gate(S, MX):
+    """The network input's scale: 1 without the gate, else by how text-like the data is."""
+    if S[S_GATE] == 0:
+        return 1.0
+    g = (MX[MX_TEXT] - GATE_LO) / (GATE_HI - GATE_LO)
+    return min(max(g, 0.0), 1.0)
+
+
+@jit(inline="always")
+def text_likeness(byte):
+    if 32 <= byte < 127 or byte == 9 or byte == 10 or byte == 13:
+        return 1.0
+    return 0.5 if byte >= 128 else 0.0
+
+
 @jit
 def net_inputs(q, S, MX, X, col):
     """X[node, col] = ln(Q1 / Q0) from the network's softmax q; subtree sums kept in MX."""
@@ -177,8 +201,13 @@ def net_inputs(q, S, MX, X, col):
     for n in range(256):
         r[n] = max(T[2 * n + 1], 1e-30) / max(T[2 * n], 1e-30)
     log_positive_array(r[:256], r[256:])  # = log64 of each ratio, vectorised
-    for n in range(1, 256):
-        X[n, col] = min(max(r[n], -NET_CLAMP), NET_CLAMP)
+    if S[S_GATE] == 0:
+        for n in range(1, 256):
+            X[n, col] = min(max(r[n], -NET_CLAMP), NET_CLAMP)
+    else:
+        g = text_gate(S, MX)
+        for n in range(1, 256):
+            X[n, col] = min(max(r[n], -NET_CLAMP), NET_CLAMP) * g
 
 
 @jit
@@ -247,6 +276,7 @@ def learn(byte, CT, S, MX, gz):
     lr = max(MX[MX_LR] / np.sqrt(1.0 + seen / MX[MX_LR_DECAY]), MX[MX_LR_MIN])
     rate = MX[MX_APM_RATE]
     net = S[S_NET] == NET_LEARNS  # a frozen network (NET_FROZEN) needs no gradient
+    gate = text_gate(S, MX)  # the scale predict used (updated at the end)
     if net:
         for s in range(256):
             gz[s] = 0.0
@@ -277,8 +307,8 @@ def learn(byte, CT, S, MX, gz):
                 MX[ws2 + c] += lr * err2 * X[node, c]
         else:
             dnet = MX[ws + 2 * K + 2] if net else 0.0
-        if net and abs(X[node, 2 * K + 2]) < NET_CLAMP:  # a clamped input passes nothing
-            delta = -err * dnet  # d(-ln p_mix(bit)) / d(network input)
+        if net and abs(X[node, 2 * K + 2]) < NET_CLAMP * gate:  # a clamped one passes nothing
+            delta = -err * dnet * gate  # d(-ln p_mix(bit)) / d(network logits' log-odds)
             lo = (2 * node) << (7 - d)
             width = 1 << (7 - d)
             inv0 = 1.0 / max(T[2 * node], 1e-30)
@@ -299,6 +329,8 @@ def learn(byte, CT, S, MX, gz):
     match_learn(CT, S, symbol)
     update_models(CT, S, MX[S[S_SM]:], symbol, MX[MX_MAP_RATE])
     MX[MX_SEEN] = seen + 1.0
+    if S[S_GATE] != 0:
+        MX[MX_TEXT] += TEXT_RATE * (text_likeness(symbol) - MX[MX_TEXT])
 
 
 @jit
