@@ -256,7 +256,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "cm-v2"
+DEFAULT_PRESET = "mix-v3"
 
 
 def default_recipe() -> Recipe:
@@ -264,11 +264,12 @@ def default_recipe() -> Recipe:
 
 
 # Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
-# Three tiers (tuned on the corpus, see models/README.md): count models alone, context models
-# and mixers alone (the default), and those mixed with the RWKV-7 network. The default level
-# is the lowest one that names the default card, so "no level" and it are the same recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, **{level: "cm-v2" for level in (4, 5, 6)},
-          **{level: "mix-v2" for level in (7, 8, 9)}}
+# Three tiers (tuned on the corpus, see models/README.md): count models alone; the context
+# models and mixers with a small shipped prior, frozen (the default); and with a larger
+# shipped prior that adapts online by TBPTT. The default level is the lowest one that names
+# the default card, so "no level" and it are the same recipe.
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, **{level: "mix-v3" for level in (4, 5, 6)},
+          **{level: "mix-v4" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 
@@ -327,6 +328,10 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
     if "scope" in top_kw:
         top_kw["scope"] = canonical_scope(top_kw["scope"])
     recipe = replace(base, model=replace(model, **model_kw), **top_kw)
+    if base.prior and (recipe.arch, recipe.model) != (base.arch, base.model):
+        raise RecipeError("this level starts from a prior, which fixes the network's "
+                          "architecture and size (give --prior FILE, or use a level without "
+                          "one)")
     if mix is not None:
         recipe = replace(recipe, mix=(base.mix or MixConfig()) if mix else None)
     recipe.validate()

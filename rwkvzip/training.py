@@ -23,6 +23,7 @@ import numpy as np
 
 from rwkvzip.codec import ENCODE_BLOCK, NetworkPredictor
 from rwkvzip.corpus import Document
+from rwkvzip.kernels import optim
 from rwkvzip.recipe import Recipe, RecipeError
 
 Log = Callable[[str], None]
@@ -70,21 +71,26 @@ class TrainState:
 
 
 def save_checkpoint(path: str | Path, predictor: NetworkPredictor, st: TrainState,
-                    recipe: Recipe) -> None:
+                    recipe: Recipe, avg: np.ndarray | None = None) -> None:
     tmp = Path(str(path) + ".tmp.npz")
     np.savez(tmp, W=predictor.W, O=predictor.O, F=predictor.F,
+             A=predictor.W if avg is None else avg,
              meta=np.frombuffer(json.dumps({"state": st.__dict__,
                                             "recipe": recipe.to_dict()}).encode(), np.uint8))
     tmp.replace(path)
 
 
-def load_checkpoint(path: str | Path, predictor: NetworkPredictor) -> TrainState:
+def load_checkpoint(path: str | Path, predictor: NetworkPredictor
+                    ) -> tuple[TrainState, np.ndarray]:
+    """The run's state; the predictor gets its weights, moments and counters. Also returns
+    the running average of the weights (the weights themselves in older checkpoints)."""
     with np.load(path) as z:
         predictor.W[:] = z["W"]
         predictor.O[:] = z["O"]
         predictor.F[:] = z["F"]
+        avg = z["A"].copy() if "A" in z.files else predictor.W.copy()
         meta = json.loads(bytes(z["meta"]).decode())
-    return TrainState(**meta["state"])
+    return TrainState(**meta["state"]), avg
 
 
 def checkpoint_recipe(path: str | Path) -> Recipe:
@@ -100,14 +106,19 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
           seconds: float | None = None, epochs: int | None = None, seed: int = 0,
           checkpoint: str | Path | None = None, checkpoint_every: float = 300.0,
           progress: Callable[[int], None] | None = None, log: Log | None = None,
-          on_epoch: Callable[[int, np.ndarray], None] | None = None
-          ) -> tuple[np.ndarray, TrainState]:
+          on_epoch: Callable[[int, np.ndarray], None] | None = None,
+          average: float = 0.0) -> tuple[np.ndarray, TrainState]:
     """Train on the documents of split "train" until `seconds` or `epochs` runs out.
 
     recipe: the network and its online learner (no mixing); weights: the start (else the
     recipe's seeded init); with `checkpoint`, progress is saved there every
     checkpoint_every seconds and at the end, and a run resumes from it if it exists;
-    on_epoch(epoch, W) is called after each complete epoch."""
+    on_epoch(epoch, W) is called after each complete epoch.
+
+    With `average` (bytes), the result is an exponential moving average of the weights over
+    about that many bytes of training, not the last weights: an online learner's weights
+    follow the document it has just read (updates over 8 bytes are noisy), which helps
+    while it adapts but not a network that must start every stream frozen."""
     if recipe.mix is not None or recipe.counts is not None or recipe.bptt < 1 or recipe.lr <= 0:
         raise RecipeError("training needs a network recipe with bptt >= 1, lr > 0, no mixing")
     if seconds is None and epochs is None:
@@ -117,8 +128,13 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
         raise ValueError("no training documents")
     predictor = NetworkPredictor(recipe, weights)
     st = TrainState()
+    avg = predictor.W.copy()
     if checkpoint is not None and Path(checkpoint).exists():
-        st = load_checkpoint(checkpoint, predictor)
+        st, avg = load_checkpoint(checkpoint, predictor)
+        # the learning-rate schedule is the recipe's (a resumed run may lower it)
+        predictor.F[optim.F_LR] = recipe.lr
+        predictor.F[optim.F_DECAY] = recipe.decay
+        predictor.F[optim.F_LR_MIN] = recipe.lr_min
         if log:
             log(f"resumed at epoch {st.epoch}, document {st.doc}, "
                 f"{st.bytes_trained:,} bytes, {st.seconds:.0f} s")
@@ -135,6 +151,8 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
         while st.doc < len(order) and not out_of_time():
             d = train_docs[order[st.doc]]
             bits = document_bits(predictor, d.data, rows)
+            if average > 0.0:
+                avg += (1.0 - math.exp(-len(d.data) / average)) * (predictor.W - avg)
             window_bits += bits
             window_bytes += len(d.data)
             st.bytes_trained += len(d.data)
@@ -153,7 +171,7 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
                 window_bits, window_bytes = 0.0, 0
             if checkpoint is not None and time.monotonic() - last_ckpt >= checkpoint_every:
                 st.seconds = time.monotonic() - start
-                save_checkpoint(checkpoint, predictor, st, recipe)
+                save_checkpoint(checkpoint, predictor, st, recipe, avg)
                 last_ckpt = time.monotonic()
         if st.doc >= len(order):
             if on_epoch:
@@ -162,10 +180,10 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
             st.doc = 0
     st.seconds = time.monotonic() - start
     if checkpoint is not None:
-        save_checkpoint(checkpoint, predictor, st, recipe)
+        save_checkpoint(checkpoint, predictor, st, recipe, avg)
     if not np.all(np.isfinite(predictor.W)):
         raise FloatingPointError("training diverged (non-finite weights)")
-    return predictor.W.copy(), st
+    return (avg.copy() if average > 0.0 else predictor.W.copy()), st
 
 
 def bpb_text(bpb: float) -> str:

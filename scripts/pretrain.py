@@ -206,16 +206,24 @@ def build_corpus(out: Path, install: bool, cap_scale: float) -> dict:
 
 # ---------------------------------------------------------------- train / export
 
-VAL_CAP = 512 * 1024  # validation bytes evaluated (the first documents of the split)
+VAL_CAP = 512 * 1024  # validation bytes evaluated, spread over every source
 
 
 def validation(docs: list[corp.Document]) -> list[corp.Document]:
-    out, n = [], 0
-    for d in docs:
-        if d.split == "val" and n < VAL_CAP:
-            out.append(d)
-            n += len(d.data)
-    return out
+    """Every k-th validation document, so that about VAL_CAP bytes of all sources remain."""
+    val = [d for d in docs if d.split == "val"]
+    step = max(1, round(sum(len(d.data) for d in val) / VAL_CAP))
+    return val[::step]
+
+
+def per_source(recipe: Recipe, W, val: list[corp.Document]) -> dict[str, float]:
+    """Validation bpb of each source, and of all (key "all")."""
+    out = {src: training.evaluate(recipe, W, [d for d in val if d.source == src])
+           for src in sorted({d.source for d in val})}
+    total = sum(len(d.data) for d in val)
+    out["all"] = sum(out[src] * sum(len(d.data) for d in val if d.source == src)
+                     for src in out) / total
+    return {k: round(v, 4) for k, v in out.items()}
 
 
 def pretrain_recipe(arch: str, settings: str) -> Recipe:
@@ -233,18 +241,23 @@ def run_paths(work: Path, name: str) -> tuple[Path, Path, Path]:
 def cmd_train(a: argparse.Namespace) -> None:
     docs, man = corp.load(a.corpus)
     ckpt, info_path, _ = run_paths(Path(a.work), a.name)
-    # resuming: the run's own recipe
+    # resuming: the run's own recipe, with a new learning-rate schedule if one is given
     recipe = (training.checkpoint_recipe(ckpt) if ckpt.exists()
               else pretrain_recipe(a.arch, a.set))
+    schedule = {k: v for k, v in (("lr", a.lr), ("decay", a.decay), ("lr_min", a.lr_min))
+                if v is not None}
+    recipe = replace(recipe, **schedule)
     val = validation(docs)
     log(f"{a.name}: {recipe.arch} {recipe.model}, {recipe.build_model().layout.size:,} "
         f"parameters; {man['train_bytes']:,} training bytes, {len(val)} validation documents")
     W, st = training.fit(recipe, docs, seconds=a.time, epochs=a.epochs, seed=a.seed,
-                           checkpoint=ckpt, checkpoint_every=a.checkpoint_every, log=log)
-    val_bpb = training.evaluate(recipe, W, val)
+                           checkpoint=ckpt, checkpoint_every=a.checkpoint_every, log=log,
+                           average=a.average)
+    val_bpb = per_source(recipe, W, val)
     log(f"{a.name}: {st.bytes_trained:,} bytes in {st.seconds:.0f} s, epoch {st.epoch}; "
-        f"validation {val_bpb:.4f} bpb")
+        f"validation {val_bpb} bpb ({'averaged' if a.average else 'last'} weights)")
     info = {"recipe": recipe.to_dict(), "manifest": man["digest"], "val_bpb": val_bpb,
+            "averaged": a.average,
             "bytes_trained": st.bytes_trained, "seconds": round(st.seconds, 1),
             "epochs": round(st.epoch + st.doc / max(1, sum(d.split == "train" for d in docs)),
                             3),
@@ -258,19 +271,23 @@ def cmd_export(a: argparse.Namespace) -> None:
     info = json.loads(info_path.read_text())
     recipe = Recipe.from_dict(info["recipe"])
     predictor = training.NetworkPredictor(recipe)
-    training.load_checkpoint(ckpt, predictor)
-    training_info = {k: info[k] for k in ("val_bpb", "bytes_trained", "seconds", "epochs")}
+    _, avg = training.load_checkpoint(ckpt, predictor)
+    weights = avg if info.get("averaged") else predictor.W
+    val = validation(docs)
+    trained = per_source(recipe, weights, val)  # the trainer's weights, in memory
+    training_info = {k: info[k] for k in ("bytes_trained", "seconds", "epochs", "averaged")}
+    training_info["val_bpb"] = trained
     training_info["data"] = {s["name"]: s["bytes"] for s in man["sources"]}
     training_info["trainer"] = {"bptt": recipe.bptt, "lr": recipe.lr, "decay": recipe.decay,
                                 "lr_min": recipe.lr_min, "optimizer": recipe.optimizer}
-    digest = priors.save_prior(a.output, predictor.model, predictor.W, man["digest"],
+    digest = priors.save_prior(a.output, predictor.model, weights, man["digest"],
                                training_info)
     prior = priors.load_prior(a.output)
-    bpb = training.evaluate(replace(recipe, prior=digest), prior.W, validation(docs))
-    rel = abs(bpb - info["val_bpb"]) / info["val_bpb"]
+    bpb = training.evaluate(replace(recipe, prior=digest), prior.W, val)
+    rel = abs(bpb - trained["all"]) / trained["all"]
     log(f"{a.output}: {priors.short(digest)}, {Path(a.output).stat().st_size:,} bytes; "
-        f"validation {bpb:.4f} bpb from the file vs {info['val_bpb']:.4f} in training "
-        f"({100 * rel:.3f} %)")
+        f"validation {bpb:.4f} bpb from the file vs {trained['all']:.4f} with the trainer's "
+        f"weights ({100 * rel:.3f} %); by source {trained}")
     if rel > 0.005:
         sys.exit("the exported prior does not reproduce the trainer's validation loss")
 
@@ -294,6 +311,11 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--epochs", type=int, default=None)
     t.add_argument("--seed", type=int, default=0, help="document order")
     t.add_argument("--checkpoint-every", type=float, default=300.0)
+    t.add_argument("--average", type=float, default=4 * MiB,
+                   help="bytes over which the exported weights are averaged (0: last)")
+    t.add_argument("--lr", type=float, help="base learning rate (also on resuming)")
+    t.add_argument("--decay", type=int, help="lr / sqrt(1 + bytes / DECAY)")
+    t.add_argument("--lr-min", type=float, help="floor of the decayed rate")
     sub.choices["export"].add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
     if a.cmd == "corpus":

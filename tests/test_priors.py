@@ -16,7 +16,15 @@ from rwkvzip.corpus import CorpusError
 from rwkvzip.gdn import GdnConfig, GdnModel
 from rwkvzip.mixing import MixConfig
 from rwkvzip.modelfile import save_model
-from rwkvzip.recipe import Recipe, RecipeError, preset_by_name
+from rwkvzip.recipe import (
+    DEFAULT_LEVEL,
+    LEVELS,
+    Recipe,
+    RecipeError,
+    level_recipe,
+    preset_by_name,
+    preset_cards,
+)
 
 from clitools import assert_clean_error
 from clitools import rwkvzip as cli
@@ -156,7 +164,7 @@ def test_train_api_improves_on_held_out_samples(tmp_path):
     assert out.read_bytes() == report.prior
     assert report.val_after < report.val_before
     p = priors.load_prior(out)
-    assert p.digest == report.digest and p.model.cfg == preset_by_name("mix-v2").recipe.model
+    assert p.digest == report.digest and p.model.cfg == level_recipe(7).model
     assert p.training["val_bpb"] == pytest.approx(report.val_after, abs=1e-4)
 
 
@@ -189,14 +197,42 @@ def test_cli_prior_roundtrip_and_errors(tmp_path, prior_file):
     assert_clean_error(cli("-1", "-c", "-D", prior_file, src), "takes no prior")
 
 
+def test_shipped_priors_start_the_levels_with_a_network():
+    """Every card that names a prior finds it in the package; the default level has one."""
+    named = {card.recipe.prior for card in preset_cards().values() if card.recipe.prior}
+    assert level_recipe(DEFAULT_LEVEL).prior in named
+    for digest in named:
+        p = priors.shipped_prior(digest)
+        assert p is not None and p.digest == digest
+        assert p.metadata[priors.KEY_MANIFEST] and p.training["val_bpb"]
+    for level in LEVELS:
+        r = level_recipe(level)
+        if r.prior:
+            assert priors.resolve(r).matches(r)
+
+
+def test_default_level_roundtrip_needs_no_flag(tmp_path):
+    blob = rwkvzip.compress(TEXT)
+    card_id = preset_by_name(LEVELS[DEFAULT_LEVEL]).id
+    assert blob[:6] == container.MAGIC + bytes([container.FORMAT_VERSION, card_id])
+    assert rwkvzip.decompress(blob) == TEXT
+    assert len(blob) < len(rwkvzip.compress(TEXT, recipe=replace(level_recipe(DEFAULT_LEVEL),
+                                                                  prior="")))
+
+
 def test_cli_train(tmp_path):
     samples = tmp_path / "s.txt"
     samples.write_bytes(TEXT * 3)
     out = tmp_path / "mine.prior"
-    proc = cli("train", "-7", "--from-scratch", "--epochs", "1", "--time", "60", samples,
-               "-o", out)
+    proc = cli("train", "--epochs", "1", "--time", "60", samples, "-o", out)
     assert proc.returncode == 0, proc.stderr
-    assert "validation" in proc.stderr.decode() and priors.load_prior(out)
+    err = proc.stderr.decode()
+    assert "validation" in err and "from prior sha256:" in err and priors.load_prior(out)
+    src = tmp_path / "more.txt"
+    src.write_bytes(TEXT[::-1] + TEXT)
+    assert cli("-D", out, src).returncode == 0
+    back = cli("-d", "-c", "-D", out, tmp_path / "more.txt.rwkz")
+    assert back.returncode == 0 and back.stdout == src.read_bytes()
     assert_clean_error(cli("train", "-7", samples, "-o", out), "already exists")
     assert_clean_error(cli("train", tmp_path / "nope", "-o", tmp_path / "x"),
                        "no such file or directory")

@@ -11,6 +11,7 @@ from rwkvzip.recipe import (
     RecipeError,
     default_recipe,
     level_recipe,
+    preset_by_name,
     preset_cards,
     preset_id_of,
     with_overrides,
@@ -46,11 +47,21 @@ def test_default_recipe_is_a_frozen_preset():
 
 
 def test_overrides_change_only_what_is_given():
-    r = with_overrides(default_recipe(), hidden=64, seed=5, lr=None)
-    assert r.model.hidden == 64 and r.seed == 5 and r.lr == default_recipe().lr
+    base = preset_by_name("mix-v2").recipe  # a network from seeded weights
+    r = with_overrides(base, hidden=128, seed=5, lr=None)
+    assert r.model.hidden == 128 and r.seed == 5 and r.lr == base.lr
     assert preset_id_of(r) is None
     with pytest.raises(RecipeError, match="multiple of 64"):
-        with_overrides(default_recipe(), hidden=65)
+        with_overrides(base, hidden=65)
+
+
+def test_a_prior_fixes_the_network_so_size_options_are_refused():
+    base = default_recipe()
+    assert base.prior
+    for change in ({"hidden": 64}, {"layers": 2}, {"arch": "rwkv7"}):
+        with pytest.raises(RecipeError, match="starts from a prior"):
+            with_overrides(base, **change)
+    assert with_overrides(base, hidden=base.model.hidden, lr=0.0001).lr == 0.0001
 
 
 def test_every_level_names_a_card_and_the_default_level_is_the_default_recipe():
