@@ -6,7 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from test_priors import TEXT as PRIOR_TEXT
+from test_priors import make_prior
 
+from rwkvzip import priors
 from rwkvzip.recipe import DEFAULT_LEVEL, LEVELS, preset_by_name
 
 from clitools import FAST, TINY, assert_clean_error, leftovers, run_with_tty, rwkvzip
@@ -286,6 +289,50 @@ def test_selftest_row():
     assert b"golden" in rwkvzip("selftest", "-h").stdout
 
 
+def test_prior_file(tmp_path):
+    """`-D FILE`, `--prior FILE`: compress and decompress with your prior; without it, or with
+    another, decoding is refused in one line naming the digest."""
+    prior_file = tmp_path / "p.safetensors"
+    make_prior(prior_file)
+    src = tmp_path / "note.txt"
+    src.write_bytes(PRIOR_TEXT)
+    digest = priors.load_prior(prior_file).digest
+    assert rwkvzip("-7", "-D", prior_file, src).returncode == 0
+    packed = tmp_path / "note.txt.rwkz"
+    listed = rwkvzip("-l", packed)
+    assert listed.returncode == 0 and f"prior sha256:{digest[:16]}" in listed.stdout.decode()
+    assert_clean_error(rwkvzip("-d", "-c", packed), f"needs the prior sha256:{digest}")
+    other = tmp_path / "other.safetensors"
+    make_prior(other, seed=5)
+    assert_clean_error(rwkvzip("-d", "-c", "--prior", other, packed), "other.safetensors")
+    back = rwkvzip("-d", "-c", "-D", prior_file, packed)
+    assert back.returncode == 0 and back.stdout == PRIOR_TEXT
+    assert rwkvzip("-t", "-D", prior_file, packed).returncode == 0
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"\x00" * 40)
+    assert_clean_error(rwkvzip("-7", "-c", "-D", junk, src), "junk.safetensors")
+    assert_clean_error(rwkvzip("-1", "-c", "-D", prior_file, src), "takes no prior")
+
+
+def test_train(tmp_path):
+    """`rwkvzip train`: a prior from samples, starting from the level's shipped prior."""
+    samples = tmp_path / "s.txt"
+    samples.write_bytes(PRIOR_TEXT * 3)
+    out = tmp_path / "mine.prior"
+    proc = rwkvzip("train", "--epochs", "1", "--time", "60", samples, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.decode()
+    assert "validation" in err and "from prior sha256:" in err and priors.load_prior(out)
+    src = tmp_path / "more.txt"
+    src.write_bytes(PRIOR_TEXT[::-1] + PRIOR_TEXT)
+    assert rwkvzip("-D", out, src).returncode == 0
+    back = rwkvzip("-d", "-c", "-D", out, tmp_path / "more.txt.rwkz")
+    assert back.returncode == 0 and back.stdout == src.read_bytes()
+    assert_clean_error(rwkvzip("train", "-7", samples, "-o", out), "already exists")
+    assert_clean_error(rwkvzip("train", tmp_path / "nope", "-o", tmp_path / "x"),
+                       "no such file or directory")
+
+
 README_ROWS = {
     "`rwkvzip FILE…`": test_files,
     "`-d`, `rwkvzip decompress`": test_decompress,
@@ -309,6 +356,8 @@ README_ROWS = {
     "a terminal": test_terminal,
     "progress bar": test_progress_bar,
     "`-h`, `-V`": test_help_and_version,
+    "`-D FILE`, `--prior FILE`": test_prior_file,
+    "`rwkvzip train`": test_train,
     "`rwkvzip selftest`": test_selftest_row,
 }
 
@@ -325,7 +374,7 @@ def test_every_row_of_the_readme_flags_table_has_a_test():
 @pytest.mark.parametrize("content,message", [
     (b"not compressed at all", "bad magic"),
     (b"RWKZ\x01\x01\x05\x10\x00", "truncated"),
-    (b"RWKZ\x02\x01", "unsupported format version 2"),
+    (b"RWKZ\x03\x01", "unsupported format version 3"),
     (b"RWKZ\x01\x7f\x05", "unknown preset id 127"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_output(tmp_path, content, message):
