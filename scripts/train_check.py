@@ -54,7 +54,11 @@ def jsonl_lines(seed: int, n: int) -> list[str]:
     return out
 
 
-def make_jsonl(root: Path, sample_bytes: int) -> tuple[list[Path], list[Path]]:
+HELD_LINES = (200, 1500, 6000)  # small, medium and large held-back files of JSON lines
+
+
+def make_jsonl(root: Path, sample_bytes: int, scale: float = 1.0
+               ) -> tuple[list[Path], list[Path]]:
     samples, held = root / "samples", root / "held"
     samples.mkdir(parents=True, exist_ok=True)
     held.mkdir(exist_ok=True)
@@ -65,14 +69,15 @@ def make_jsonl(root: Path, sample_bytes: int) -> tuple[list[Path], list[Path]]:
         n += len(data)
         k += 1
     files = []
-    for i, lines in enumerate((200, 1500, 6000)):  # small, medium and large held-back files
+    for i, lines in enumerate(HELD_LINES):
         f = held / f"held-{i}.jsonl"
-        f.write_text("\n".join(jsonl_lines(9000 + i, lines)) + "\n")
+        f.write_text("\n".join(jsonl_lines(9000 + i, max(1, int(lines * scale)))) + "\n")
         files.append(f)
     return [samples], files
 
 
-def make_pypi(root: Path, sample_bytes: int) -> tuple[list[Path], list[Path]]:
+def make_pypi(root: Path, sample_bytes: int, scale: float = 1.0
+              ) -> tuple[list[Path], list[Path]]:
     dl = root / "download"
     dl.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
@@ -88,7 +93,7 @@ def make_pypi(root: Path, sample_bytes: int) -> tuple[list[Path], list[Path]]:
     files, n = [], 0
     for i, (name, data) in enumerate(sources):
         flat = name.replace("/", "__")
-        if i % 8 == 0 and len(data) >= 2000:
+        if i % 8 == 0 and len(data) >= 2000 and len(files) < max(1, int(64 * scale)):
             (held / flat).write_bytes(data)
             files.append(held / flat)
         elif n < sample_bytes:
@@ -100,7 +105,7 @@ def make_pypi(root: Path, sample_bytes: int) -> tuple[list[Path], list[Path]]:
 KINDS = {"jsonl": make_jsonl, "pypi": make_pypi}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kinds", default="jsonl,pypi")
     ap.add_argument("--time", type=float, default=600.0)
@@ -108,12 +113,14 @@ def main() -> None:
     ap.add_argument("--level", type=int, default=DEFAULT_LEVEL)
     ap.add_argument("--sample-bytes", type=int, default=1 << 20)
     ap.add_argument("--out", type=Path, default=Path("build/train_check"))
+    ap.add_argument("--held-scale", type=float, default=1.0,
+                    help="scale the held-back files (a quick check: 0.05)")
     ap.add_argument("--json", type=Path)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     report = []
     for kind in a.kinds.split(","):
         root = a.out / kind
-        samples, held = KINDS[kind](root, a.sample_bytes)
+        samples, held = KINDS[kind](root, a.sample_bytes, a.held_scale)
         t0 = time.monotonic()
         r = training.train(samples, root / f"{kind}.prior", level=a.level, seconds=a.time,
                            epochs=a.epochs)

@@ -18,7 +18,7 @@ from rwkvzip.fastcm import CountsConfig
 from rwkvzip.gdn import GdnConfig, GdnModel
 from rwkvzip.kernels import mathf
 from rwkvzip.mixing import MixConfig
-from rwkvzip.recipe import Recipe
+from rwkvzip.recipe import Recipe, level_recipe
 from rwkvzip.rwkv7 import Rwkv7Config
 
 PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
@@ -80,6 +80,9 @@ RECIPES = {
                                              match_bits=14, selectors=2)),
     "prior-tbptt-mix": Recipe(arch="gdn", model=PRIOR_CONFIG, lr=0.0005, bptt=8, ckpt=8,
                               mix=MixConfig(table_bits=11, match_bits=14)),
+    # the levels' cards with their shipped priors (frozen GDN; adapting RWKV-7)
+    "level-4-shipped-prior": level_recipe(4),
+    "level-7-shipped-prior": level_recipe(7),
 }
 
 

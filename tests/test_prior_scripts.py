@@ -1,0 +1,77 @@
+"""Smoke tests of the prior scripts: pretrain.py (train, resume, export with its check) on a
+tiny corpus, and train_check.py on a little generated JSON (no downloads)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from rwkvzip import corpus, priors
+
+from conftest import ROOT
+
+GDN_TINY = "hidden=16,layers=1,key_heads=1,value_heads=1,key_dim=16,value_dim=16,mlp=32"
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def pretrain():
+    return load_script("pretrain")
+
+
+def tiny_corpus(path):
+    rng = np.random.default_rng(1)
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"the", b"of", b"and", b"prior"]
+    docs = []
+    for i in range(24):
+        text = b" ".join(words[int(k)] for k in rng.integers(0, len(words), 400)) + b"\n"
+        docs.append(corpus.Document("words", f"doc{i}", text, "val" if i % 6 == 0 else "train"))
+    return corpus.save(docs, path, [{"name": "words", "bytes": sum(len(d.data) for d in docs)}])
+
+
+def test_pretrain_trains_resumes_and_exports(pretrain, tmp_path, capsys):
+    man = tiny_corpus(tmp_path / "corpus")
+    work = tmp_path / "work"
+    args = ["--corpus", str(tmp_path / "corpus"), "--name", "t", "--work", str(work)]
+    pretrain.main(["train", *args, "--arch", "gdn", "--set", GDN_TINY, "--epochs", "1",
+                   "--average", "20000"])
+    info = json.loads((work / "t.json").read_text())
+    assert info["manifest"] == man["digest"] and info["bytes_trained"] == man["train_bytes"]
+    pretrain.main(["train", *args, "--epochs", "2"])  # resumes: one more epoch
+    assert "resumed at epoch 1" in capsys.readouterr().out
+    out = tmp_path / "t.safetensors"
+    pretrain.main(["export", *args, "-o", str(out)])
+    p = priors.load_prior(out)
+    assert p.metadata[priors.KEY_MANIFEST] == man["digest"]
+    assert p.training["bytes_trained"] == 2 * man["train_bytes"]
+    assert "reproduce" not in capsys.readouterr().out
+
+
+def test_pretrain_corpus_filters(pretrain):
+    lines = {b"x" * 50}
+    assert pretrain.overlaps_eval(b"x" * 50 + b"\nshort\n", lines)
+    assert not pretrain.overlaps_eval(b"y" * 50 + b"\n", lines)
+    assert corpus.is_skipped_name("LICENSE.txt") and corpus.is_skipped_name("COPYING")
+    assert not corpus.is_skipped_name("licensing.md") and not corpus.is_skipped_name("main.py")
+
+
+def test_train_check_on_json_lines(tmp_path, capsys):
+    check = load_script("train_check")
+    check.main(["--kinds", "jsonl", "--time", "20", "--epochs", "1", "--sample-bytes", "30000",
+                "--held-scale", "0.02", "--out", str(tmp_path), "--json",
+                str(tmp_path / "r.json")])
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report[0]["kind"] == "jsonl" and len(report[0]["rows"]) == 3
+    assert all(r["trained"] > 0 and r["shipped"] > 0 for r in report[0]["rows"])
+    assert "total:" in capsys.readouterr().out
