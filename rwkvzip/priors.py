@@ -67,7 +67,8 @@ def parse_prior(data: bytes, name: str) -> Prior:
     try:
         tensors, metadata = parse_safetensors(data, name)
     except ModelFileError as exc:
-        raise PriorError(f"{exc} (not a prior file)") from None
+        reason = str(exc).removeprefix(f"{name}: ")
+        raise PriorError(f"{name}: not an rwkvzip prior ({reason})") from None
     if metadata.get(KEY_FORMAT) != PRIOR_FORMAT:
         raise PriorError(f"{name}: not an rwkvzip prior (a safetensors file without "
                          f"{KEY_FORMAT}={PRIOR_FORMAT} metadata)")
@@ -131,10 +132,6 @@ def shipped_prior(digest: str) -> Prior | None:
     if name is None:
         return None
     return parse_prior(resources.files("rwkvzip.models").joinpath(name).read_bytes(), name)
-
-
-def shipped_digests() -> dict[str, str]:
-    return dict(_shipped())
 
 
 def resolve(recipe: Recipe, given: Prior | None = None) -> Prior | None:

@@ -311,8 +311,10 @@ def _number_or_text(text: str) -> int | float | str:
 def with_overrides(base: Recipe, **overrides) -> Recipe:
     """A recipe with some policy fields and model fields replaced (None means keep).
 
-    Changing the architecture starts from that architecture's default config. mix=True
-    turns context mixing on (default settings unless it is on already), mix=False off."""
+    Changing the architecture starts from that architecture's default config; changing the
+    architecture or size of a network that starts from a prior starts it from seeded
+    weights instead (a prior has its own size). mix=True turns context mixing on (default
+    settings unless it is on already), mix=False off."""
     mix = overrides.pop("mix", None)
     arch = overrides.get("arch") or base.arch
     if arch not in ARCHS:
@@ -329,9 +331,7 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
         top_kw["scope"] = canonical_scope(top_kw["scope"])
     recipe = replace(base, model=replace(model, **model_kw), **top_kw)
     if base.prior and (recipe.arch, recipe.model) != (base.arch, base.model):
-        raise RecipeError("this level starts from a prior, which fixes the network's "
-                          "architecture and size (give --prior FILE, or use a level without "
-                          "one)")
+        recipe = replace(recipe, prior="")  # the prior has its own size: seeded weights
     if mix is not None:
         recipe = replace(recipe, mix=(base.mix or MixConfig()) if mix else None)
     recipe.validate()

@@ -186,10 +186,6 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
     return (avg.copy() if average > 0.0 else predictor.W.copy()), st
 
 
-def bpb_text(bpb: float) -> str:
-    return "n/a" if math.isnan(bpb) else f"{bpb:.4f}"
-
-
 # ---------------------------------------------------------------- rwkvzip train
 
 TRAIN_SECONDS = 600.0  # default bound of `rwkvzip train`

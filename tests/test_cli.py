@@ -131,7 +131,7 @@ def test_test(sample, tmp_path):
 def test_list(sample, tmp_path):
     """`-l`, `rwkvzip info`: sizes, ratio, bpb, frames, check, recipe, from headers."""
     assert rwkvzip(*FAST, sample, "-o", tmp_path / "fast.rwkz").returncode == 0
-    assert rwkvzip("compress", sample, "-o", tmp_path / "tiny.rwkz", *TINY,
+    assert rwkvzip("compress", sample, "-o", tmp_path / "tiny.rwkz", "--arch", "rwkv7", *TINY,
                    "--no-mix").returncode == 0
     fast, tiny = tmp_path / "fast.rwkz", tmp_path / "tiny.rwkz"
     out = rwkvzip("-l", fast, tiny)

@@ -55,13 +55,13 @@ def test_overrides_change_only_what_is_given():
         with_overrides(base, hidden=65)
 
 
-def test_a_prior_fixes_the_network_so_size_options_are_refused():
+def test_another_network_size_starts_from_seeded_weights_not_the_prior():
     base = default_recipe()
     assert base.prior
     for change in ({"hidden": 64}, {"layers": 2}, {"arch": "rwkv7"}):
-        with pytest.raises(RecipeError, match="starts from a prior"):
-            with_overrides(base, **change)
-    assert with_overrides(base, hidden=base.model.hidden, lr=0.0001).lr == 0.0001
+        assert with_overrides(base, **change).prior == ""
+    kept = with_overrides(base, hidden=base.model.hidden, lr=0.0001)
+    assert kept.lr == 0.0001 and kept.prior == base.prior
 
 
 def test_every_level_names_a_card_and_the_default_level_is_the_default_recipe():

@@ -60,6 +60,12 @@ def log64(x: float) -> float:
     if m < SQRT_HALF:
         m = m * 2.0
         e -= 1
+    return log_reduced(m, float(e))
+
+
+@jit(inline="always")
+def log_reduced(m: float, e: float) -> float:
+    """log(m * 2**e) for m in [sqrt(1/2), sqrt(2)): the series both log forms share."""
     f = m - 1.0
     s = f / (2.0 + f)
     s2 = s * s
@@ -95,23 +101,7 @@ def log_positive_array(x, e):
     for i in range(x.shape[0]):
         m = x[i]
         small = m < SQRT_HALF
-        m = m * 2.0 if small else m
-        k = e[i] - 1.0 if small else e[i]
-        f = m - 1.0
-        s = f / (2.0 + f)
-        s2 = s * s
-        t = 1.0 / 21.0
-        t = t * s2 + 1.0 / 19.0
-        t = t * s2 + 1.0 / 17.0
-        t = t * s2 + 1.0 / 15.0
-        t = t * s2 + 1.0 / 13.0
-        t = t * s2 + 1.0 / 11.0
-        t = t * s2 + 1.0 / 9.0
-        t = t * s2 + 1.0 / 7.0
-        t = t * s2 + 1.0 / 5.0
-        t = t * s2 + 1.0 / 3.0
-        t = t * s2 + 1.0
-        x[i] = 2.0 * s * t + k * LN2_HI + k * LN2_LO
+        x[i] = log_reduced(m * 2.0 if small else m, e[i] - 1.0 if small else e[i])
 
 
 @jit
