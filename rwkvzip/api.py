@@ -7,13 +7,14 @@ Shaped like the standard library's lzma and gzip modules: `compress`/`decompress
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from rwkvzip import container, priors
+from rwkvzip import blocks, container, priors
 from rwkvzip.codec import Predictor
 from rwkvzip.coder import CoderError
 from rwkvzip.container import FormatError
@@ -90,25 +91,43 @@ class Compressor:
     if given, is called with the number of raw bytes coded, every few KB. `prior` (a prior
     file's path or bytes) starts the level's network from those weights instead of the
     level's own start; the stream's header records its digest, and decoding needs it.
+    `threads` (0: one per core) codes independent blocks of `block_size` bytes in as many
+    worker processes; the output depends on the block size only (blocks.block_size_for:
+    one block with one thread unless a size is given, else 2 MiB by default).
     """
 
     def __init__(self, level: int | None = None, *, recipe: Recipe | None = None,
-                 prior: PriorSource | None = None, progress: Progress | None = None):
+                 prior: PriorSource | None = None, progress: Progress | None = None,
+                 threads: int = 1, block_size: int | None = None):
         recipe = _choose_recipe(recipe, level)
         given = _given_prior(prior)
         self.recipe = recipe if given is None else priors.with_prior(recipe, given)
         check_model_size(self.recipe)
-        self._predictor = new_predictor(self.recipe, given)
+        self._block_size = blocks.block_size_for(threads, block_size)
+        threads = blocks.resolve_threads(threads)
         self._progress = progress
         self._pending = bytearray()
         self._finished = False
-        self.stats = Stats(members=1)
-        self._header = container.encode_header(self.recipe)
+        if self._block_size is None:
+            self._predictor = new_predictor(self.recipe, given)
+            self._header = container.encode_header(self.recipe)
+            self.stats = Stats(members=1)
+        else:
+            priors.resolve(self.recipe, given)  # a missing prior is an error here, up front
+            self._blocks = blocks.Runner(threads, _compress_block, (self.recipe, given),
+                                         progress)
+            self._blocks_put = 0
+            self.stats = Stats()
 
     def compress(self, data: bytes) -> bytes:
         if self._finished:
             raise ValueError("compressor was already flushed")
         self._pending += data
+        if self._block_size is not None:
+            done = []
+            while len(self._pending) >= self._block_size:
+                done += self._put_block(self._block_size)
+            return self._members(done)
         out = [self._take_header()]
         while len(self._pending) >= container.MAX_FRAME:
             out.append(self._frame(bytes(self._pending[:container.MAX_FRAME])))
@@ -119,14 +138,36 @@ class Compressor:
         """The rest of the stream: the last frame and the trailer. The object is then done."""
         if self._finished:
             raise ValueError("compressor was already flushed")
+        self._finished = True
+        if self._block_size is not None:  # an empty input is one empty member
+            last = self._put_block(len(self._pending)) if self._pending or not self._blocks_put \
+                else []
+            return self._members(last + self._blocks.finish())
         out = [self._take_header()]
         if self._pending:
             out.append(self._frame(bytes(self._pending)))
             self._pending.clear()
         trailer = container.encode_trailer(self.stats.raw_bytes)
         self.stats.compressed_bytes += len(trailer)
-        self._finished = True
         return b"".join(out) + trailer
+
+    def close(self) -> None:
+        """Stop the worker processes of a compressor that will not be flushed."""
+        if self._block_size is not None:
+            self._blocks.close()
+
+    def _put_block(self, size: int) -> list:
+        """Hand the next `size` pending bytes to the workers as one block; the members
+        that finished meanwhile (blob, stats), in order."""
+        block = bytes(self._pending[:size])
+        del self._pending[:size]
+        self._blocks_put += 1
+        return self._blocks.put(block)
+
+    def _members(self, done: list) -> bytes:
+        for _, stats in done:
+            _add(self.stats, stats)
+        return b"".join(blob for blob, _ in done)
 
     def _take_header(self) -> bytes:
         header, self._header = self._header, b""
@@ -316,34 +357,129 @@ def _read_full(f: BinaryIO, n: int) -> bytes:
 
 def compress_stream(fin: BinaryIO, fout: BinaryIO, recipe: Recipe | None = None,
                     progress: Progress | None = None, *, level: int | None = None,
-                    prior: PriorSource | None = None) -> Stats:
-    """Compress everything readable from fin into one rwkvzip stream on fout."""
-    comp = Compressor(level, recipe=recipe, prior=prior, progress=progress)
-    fout.write(comp.compress(b""))
-    while raw := _read_full(fin, container.MAX_FRAME):
-        fout.write(comp.compress(raw))
-    fout.write(comp.flush())
+                    prior: PriorSource | None = None, threads: int = 1,
+                    block_size: int | None = None) -> Stats:
+    """Compress everything readable from fin into one rwkvzip stream on fout (`threads`,
+    `block_size`: as Compressor)."""
+    comp = Compressor(level, recipe=recipe, prior=prior, progress=progress, threads=threads,
+                      block_size=block_size)
+    try:
+        fout.write(comp.compress(b""))
+        while raw := _read_full(fin, container.MAX_FRAME):
+            fout.write(comp.compress(raw))
+        fout.write(comp.flush())
+    finally:
+        comp.close()
     return comp.stats
 
 
 def decompress_stream(fin: BinaryIO, fout: BinaryIO, progress: Progress | None = None, *,
-                      prior: PriorSource | None = None) -> Stats:
-    """Decompress one or more concatenated rwkvzip streams from fin into fout."""
+                      prior: PriorSource | None = None, threads: int = 1) -> Stats:
+    """Decompress one or more concatenated rwkvzip streams from fin into fout; with
+    `threads` (0: one per core) its members, the blocks of a file written with threads, are
+    decoded by as many worker processes."""
     stats = Stats()
-    for piece in decompress_chunks(read_chunks(fin), progress, stats, prior):
-        fout.write(piece)
+    threads = blocks.resolve_threads(threads)
+    pieces = (decompress_chunks(read_chunks(fin), progress, stats, prior) if threads == 1
+              else _decompress_blocks(_Pushback(fin), threads, progress, stats, prior))
+    with contextlib.closing(pieces):  # a failed write stops the workers at once
+        for piece in pieces:
+            fout.write(piece)
     return stats
 
 
+def _compress_block(data: bytes, recipe: Recipe, given: Prior | None, *,
+                    progress: Progress) -> tuple[bytes, Stats]:
+    """One block: a whole member from the recipe's start state (a worker's job)."""
+    comp = Compressor(recipe=recipe, prior=given, progress=progress)
+    blob = comp.compress(data) + comp.flush()
+    return blob, comp.stats
+
+
+def _decompress_member(member: bytes, given: Prior | None, *,
+                       progress: Progress) -> tuple[bytes, Stats]:
+    """One whole member, decoded (a worker's job)."""
+    stats = Stats()
+    return b"".join(decompress_chunks([member], progress, stats, given)), stats
+
+
+def _decompress_blocks(reader: _Pushback, threads: int, progress: Progress | None,
+                       stats: Stats, prior: PriorSource | None) -> Iterator[bytes]:
+    """Members handed whole to the workers, output in order. A member too long to hold
+    (blocks.MAX_PARALLEL_MEMBER), or whose framing is wrong, is decoded here as a stream
+    once the members before it are out, so errors come where -T 1 meets them."""
+    given = _given_prior(prior)
+    runner = blocks.Runner(threads, _decompress_member, (given,), progress)
+    first = True
+    try:
+        while (read := container.read_member(reader, first, blocks.MAX_PARALLEL_MEMBER)):
+            member, whole = read
+            done = runner.put(member) if whole else runner.drain()
+            for raw, part in done:
+                _add(stats, part)
+                yield raw
+            if not whole:
+                yield from _decode_member(reader, member, first, given, progress, stats)
+            first = False
+        for raw, part in runner.finish():
+            _add(stats, part)
+            yield raw
+    finally:
+        runner.close()
+
+
+def _decode_member(reader: _Pushback, start: bytes, first: bool, given: Prior | None,
+                   progress: Progress | None, stats: Stats) -> Iterator[bytes]:
+    """One member as a stream: `start`, then reader until its end; what follows it goes
+    back to reader."""
+    dec = Decompressor(prior=given, progress=progress, first=first)
+    chunk = start
+    while True:
+        if out := dec.decompress(chunk):
+            yield out
+        if dec.eof:
+            break
+        if not (chunk := reader.read(READ_SIZE)):
+            raise dec.truncated()
+    _add(stats, dec.stats)
+    reader.unread(dec.unused_data)
+
+
+class _Pushback:
+    """A binary reader whose full reads (short only at the end) can be given back."""
+
+    def __init__(self, f: BinaryIO):
+        self._f = f
+        self._back = b""
+
+    def unread(self, data: bytes) -> None:
+        self._back = data + self._back
+
+    def read(self, n: int) -> bytes:
+        head, self._back = self._back[:n], self._back[n:]
+        return head + _read_full(self._f, n - len(head)) if len(head) < n else head
+
+
 def compress(data: bytes, recipe: Recipe | None = None, *, level: int | None = None,
-             prior: PriorSource | None = None) -> bytes:
+             prior: PriorSource | None = None, threads: int = 1,
+             block_size: int | None = None) -> bytes:
     """Compress bytes in memory (default recipe, a compression level 1 ... 9, or a recipe;
-    `prior`: a prior file's path or bytes to start the network from)."""
-    comp = Compressor(level, recipe=recipe, prior=prior)
-    return comp.compress(data) + comp.flush()
+    `prior`: a prior file's path or bytes to start the network from; `threads`,
+    `block_size`: independent blocks on several cores, as Compressor)."""
+    comp = Compressor(level, recipe=recipe, prior=prior, threads=threads,
+                      block_size=block_size)
+    try:
+        return comp.compress(data) + comp.flush()
+    finally:
+        comp.close()
 
 
-def decompress(data: bytes, *, prior: PriorSource | None = None) -> bytes:
+def decompress(data: bytes, *, prior: PriorSource | None = None, threads: int = 1) -> bytes:
     """Decompress bytes in memory (concatenated streams give concatenated data); `prior`:
-    the prior file the data was compressed with, if it is not a shipped one."""
-    return b"".join(decompress_chunks([bytes(data)], prior=prior))
+    the prior file the data was compressed with, if it is not a shipped one; `threads`:
+    decode its blocks on as many cores (0: one per core)."""
+    if blocks.resolve_threads(threads) == 1:
+        return b"".join(decompress_chunks([bytes(data)], prior=prior))
+    out = io.BytesIO()
+    decompress_stream(io.BytesIO(data), out, prior=prior, threads=threads)
+    return out.getvalue()

@@ -105,6 +105,24 @@ FEEDBACK = _options(
                  help="Report size, ratio, bits per byte and speed for each file."),
     click.option("-q", "--quiet", is_flag=True, help="No warnings and no progress bar."),
 )
+def _block_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    from rwkvzip import blocks
+
+    if value is None:
+        return None
+    try:
+        return blocks.block_size_for(0, blocks.parse_size(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+THREADS = click.option("-T", "--threads", type=click.IntRange(min=0), default=1,
+                       show_default=True, metavar="N",
+                       help="Code independent blocks on N cores (0: one per core); the "
+                            "output depends on the block size, never on N.")
+BLOCKS = click.option("--block-size", metavar="SIZE", callback=_block_size,
+                      help="Cut the input into independent blocks of SIZE bytes (e.g. 4M; "
+                           "default with -T other than 1: 2M; with -T 1: one block).")
 PRIOR = click.option("-D", "--prior", metavar="FILE",
                      help="Start the network from this prior file (made by 'rwkvzip train'); "
                           "decompressing needs the same file.")
@@ -125,13 +143,14 @@ FILES = click.argument("files", nargs=-1, metavar="[FILE]...")
 
 
 def _run(mode: str, files, stdout=False, output=None, force=False, verbose=False, quiet=False,
-         prior=None, **recipe_options) -> int:
+         prior=None, threads=1, block_size=None, **recipe_options) -> int:
     from rwkvzip import commands
 
     meta = click.get_current_context().meta
     options = commands.Options(
         stdout=stdout, output=output, keep=meta.get("keep", True), force=force,
-        verbose=verbose, quiet=quiet, level=meta.get("level"), prior=prior,
+        verbose=verbose, quiet=quiet, level=meta.get("level"), prior=prior, threads=threads,
+        block_size=block_size,
         recipe_options=recipe_options)  # whatever RECIPE declares, passed to with_overrides
     return commands.run(meta.get("mode", mode), list(files), options)
 
@@ -152,6 +171,8 @@ def cli() -> None:
 @FEEDBACK
 @LEVEL
 @PRIOR
+@THREADS
+@BLOCKS
 @RECIPE
 def compress(files, **options) -> int:
     """Compress each FILE (or stdin) to FILE.rwkz (or stdout)."""
@@ -164,6 +185,7 @@ def compress(files, **options) -> int:
 @FORCE
 @FEEDBACK
 @PRIOR
+@THREADS
 def decompress(files, **options) -> int:
     """Decompress each FILE.rwkz (or stdin) to FILE (or stdout)."""
     return _run("decompress", files, **options)
@@ -174,6 +196,7 @@ def decompress(files, **options) -> int:
 @FORCE
 @FEEDBACK
 @PRIOR
+@THREADS
 def test(files, **options) -> int:
     """Decode each FILE and check it; writes nothing."""
     return _run("test", files, **options)
@@ -231,6 +254,8 @@ def selftest(verbose: bool) -> int:
 @FEEDBACK
 @LEVEL
 @PRIOR
+@THREADS
+@BLOCKS
 @RECIPE
 @click.version_option(__version__, "-V", "--version", prog_name="rwkvzip")
 def short_form(files, **options) -> int:

@@ -39,6 +39,8 @@ class Options:
     quiet: bool = False
     level: int | None = None
     prior: str | None = None  # -D FILE: the prior to compress with, or to decode with
+    threads: int = 1  # -T N (0: one per core)
+    block_size: int | None = None  # --block-size (None: blocks.block_size_for's default)
     recipe_options: dict = field(default_factory=dict)  # --arch, --hidden, ... (None: keep)
 
 
@@ -185,7 +187,9 @@ class Run:
         out = self._output(path, compressed_name)
         total = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
         self._transfer(path, out, total, lambda fin, fout, progress:
-                       compress_stream(fin, fout, self.recipe, progress, prior=self.prior),
+                       compress_stream(fin, fout, self.recipe, progress, prior=self.prior,
+                                       threads=self.options.threads,
+                                       block_size=self.options.block_size),
                        compressing=True)
 
     def _decompress(self, path: str) -> None:
@@ -201,7 +205,8 @@ class Run:
         if st is not None and stat.S_ISREG(st.st_mode) and self._bar_enabled():
             total = _raw_size(path)
         self._transfer(path, out, total, lambda fin, fout, progress:
-                       decompress_stream(fin, fout, progress, prior=self.prior),
+                       decompress_stream(fin, fout, progress, prior=self.prior,
+                                         threads=self.options.threads),
                        compressing=False)
 
     def _transfer(self, path: str, out: str | None, total: int | None, work,
@@ -236,7 +241,7 @@ class Run:
         total = _raw_size(path) if st is not None and self._bar_enabled() else None
         with open_input(None if path == STDIN else path) as fin, \
                 feedback.progress_bar(total, os.path.basename(path), self._bar_enabled()) as bar:
-            decompress_stream(fin, _Null(), bar, prior=self.prior)
+            decompress_stream(fin, _Null(), bar, prior=self.prior, threads=self.options.threads)
 
     def _list(self, path: str) -> None:
         from rwkvzip import listing

@@ -202,3 +202,40 @@ def read_frames(f: BinaryIO) -> Iterator[Frame]:
 def check_frame(frame: Frame, raw: bytes) -> None:
     if zlib.crc32(raw) != frame.crc:
         raise FormatError(f"corrupt input (CRC mismatch in frame {frame.index})")
+
+
+class _Recorder:
+    """A reader that keeps what it reads."""
+
+    def __init__(self, f: BinaryIO):
+        self._f = f
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def read(self, n: int) -> bytes:
+        data = self._f.read(n)
+        self.parts.append(data)
+        self.size += len(data)
+        return data
+
+
+def read_member(f: BinaryIO, first: bool, limit: int) -> tuple[bytes, bool] | None:
+    """The next member's bytes as they are (its framing checked, nothing decoded), with
+    True; or, with False, the bytes read so far when the member is longer than `limit` or
+    its framing is wrong (whoever decodes it as a stream meets the error at its place).
+    None at a clean end of input after a member; an empty input is FormatError."""
+    rec = _Recorder(f)
+    try:
+        if read_header(rec, first) is None:
+            return None
+        index = total = 0
+        while rec.size <= limit:
+            head = read_frame_head(rec, index, total)
+            if head is None:
+                return b"".join(rec.parts), True
+            _read_exact(rec, head.payload_len, f"frame {index}")
+            index, total = index + 1, total + head.raw_len
+    except FormatError:
+        if not rec.size:
+            raise
+    return b"".join(rec.parts), False

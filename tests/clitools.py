@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import select
 import subprocess
 import sys
@@ -28,6 +29,18 @@ def assert_clean_error(proc, text, status=1):
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     assert text in err, err
+
+
+def mixed_data(n: int, seed: int = 0) -> bytes:
+    """Text-like words with random runs: some frames coded, some stored."""
+    rng = random.Random(seed)
+    words = [bytes(rng.choices(b"abcdefghij klmnop", k=rng.randint(2, 9))) for _ in range(300)]
+    parts, size = [], 0
+    while size < n:
+        part = rng.randbytes(2000) if rng.random() < 0.2 else b" ".join(rng.choices(words, k=80))
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)[:n]
 
 
 def leftovers(directory) -> list[str]:

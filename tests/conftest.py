@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,23 @@ def corpus_file(rel: str) -> Path:
     return path
 
 
+def load_script(name: str):
+    """scripts/NAME.py as a module (its smoke test drives its main and helpers)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture
 def tiny_recipe() -> Recipe:
     return Recipe(model=TINY_CONFIG, optimizer="adam", lr=0.003, seed=7)
+
+
+LONGEST_FIRST = ("test_target_sse2.py", "test_target_avx2.py")  # compiling for a CPU target
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """The longest file first, so the other workers share out the rest meanwhile."""
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)

@@ -1,13 +1,17 @@
-"""Run in a subprocess built for one CPU target (NUMBA_CPU_NAME / NUMBA_CPU_FEATURES).
+"""Determinism across CPU targets: a subprocess built for one target (NUMBA_CPU_NAME /
+NUMBA_CPU_FEATURES) writes the host's bytes with every recipe and reads the host's files;
+the host (this process) reads the target's files.
 
-  probe compress IN DIR          -> compress IN with every recipe to DIR/<recipe>.rwkz;
-                                    print digests of the kernel outputs and of every file
-  probe decompress SRC_DIR DIR   -> decompress SRC_DIR/<recipe>.rwkz to DIR/<recipe>.out
-One process per target and phase: loading the kernels once serves every recipe.
+  probe IN DIR SRC_DIR OUT_DIR -> compress IN with every recipe to DIR/<recipe>.rwkz, print
+                                  digests of the kernel outputs and of every file; then
+                                  decompress SRC_DIR/<recipe>.rwkz to OUT_DIR/<recipe>.out
+One process per target: compiling the kernels once serves every recipe and both phases.
 """
 
 import hashlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +25,12 @@ from rwkvzip.mixing import MixConfig
 from rwkvzip.recipe import Recipe, level_recipe
 from rwkvzip.rwkv7 import Rwkv7Config
 
+HASWELL_FEATURES = ("+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+f16c,+fma,+fsgsbase,+lzcnt,"
+                    "+mmx,+movbe,+popcnt,+sse,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+xsave")
+TARGETS = {
+    "generic-sse2": {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": ""},
+    "haswell-avx2": {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES},
+}
 PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
                          value_dim=16, conv_kernel=4, mlp=64)
 
@@ -114,23 +124,60 @@ def kernel_digest() -> str:
     return h.hexdigest()
 
 
+# a file of two independent blocks (-T 2), written and read by two worker processes
+BLOCKED, BLOCKED_RECIPE, BLOCKED_REPEAT = "two-blocks", "gdn-mix-bptt1", 18
+NAMES = sorted([*RECIPES, BLOCKED])
+
+
+def expected(name: str, sample: bytes) -> bytes:
+    return sample * BLOCKED_REPEAT if name == BLOCKED else sample
+
+
+def compress_all(data: bytes, out: Path) -> dict:
+    """Every recipe's file in `out`; the digests of the kernel outputs and of every file."""
+    blobs = {}
+    prior = probe_prior()
+    for name, recipe in RECIPES.items():
+        blob = api.compress(data, recipe, prior=prior if name.startswith("prior") else None)
+        (out / f"{name}.rwkz").write_bytes(blob)
+        blobs[name] = hashlib.sha256(blob).hexdigest()
+    blob = api.compress(expected(BLOCKED, data), RECIPES[BLOCKED_RECIPE], threads=2,
+                        block_size=1 << 16)
+    (out / f"{BLOCKED}.rwkz").write_bytes(blob)
+    blobs[BLOCKED] = hashlib.sha256(blob).hexdigest()
+    return {"kernels": kernel_digest(), "blobs": blobs}
+
+
+def decompress_all(src: Path, out: Path) -> None:
+    prior = probe_prior()
+    for name in NAMES:
+        blob = (src / f"{name}.rwkz").read_bytes()
+        (out / f"{name}.out").write_bytes(api.decompress(blob, prior=prior, threads=2))
+
+
+def run_target(target: str, sample: Path, root: Path) -> dict:
+    """The host's and the target's digests, and where each decoded the other's files:
+    {"host": report, "target": report, "decoded": {"host": dir, "target": dir}}."""
+    dirs = {name: root / name for name in ("host", "target", "host-out", "target-out")}
+    for d in dirs.values():
+        d.mkdir()
+    host = compress_all(sample.read_bytes(), dirs["host"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
+    env.update(TARGETS[target])
+    proc = subprocess.run([sys.executable, __file__, str(sample), str(dirs["target"]),
+                           str(dirs["host"]), str(dirs["target-out"])],
+                          capture_output=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    decompress_all(dirs["target"], dirs["host-out"])
+    return {"host": host, "target": json.loads(proc.stdout),
+            "decoded": {"host": dirs["host-out"], "target": dirs["target-out"]}}
+
+
 def main() -> None:
-    mode, src, dst = sys.argv[1:4]
-    out = Path(dst)
-    if mode == "compress":
-        data = Path(src).read_bytes()
-        blobs = {}
-        prior = probe_prior()
-        for name, recipe in RECIPES.items():
-            blob = api.compress(data, recipe, prior=prior if name.startswith("prior") else None)
-            (out / f"{name}.rwkz").write_bytes(blob)
-            blobs[name] = hashlib.sha256(blob).hexdigest()
-        print(json.dumps({"kernels": kernel_digest(), "blobs": blobs}))
-    else:
-        prior = probe_prior()
-        for name in RECIPES:
-            blob = (Path(src) / f"{name}.rwkz").read_bytes()
-            (out / f"{name}.out").write_bytes(api.decompress(blob, prior=prior))
+    src, out, other, decoded = map(Path, sys.argv[1:5])
+    report = compress_all(src.read_bytes(), out)
+    decompress_all(other, decoded)
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

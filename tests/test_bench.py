@@ -4,7 +4,6 @@ Skipped unless the `bench` extra is installed (CI installs only `test`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from dataclasses import replace
@@ -13,7 +12,7 @@ import pytest
 
 from rwkvzip.recipe import LEVELS
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 BENCH_EXTRA = ("pyppmd", "brotli", "zstandard", "matplotlib")
 
@@ -22,12 +21,8 @@ BENCH_EXTRA = ("pyppmd", "brotli", "zstandard", "matplotlib")
 def bench():
     for name in BENCH_EXTRA:
         pytest.importorskip(name)
-    spec = importlib.util.spec_from_file_location("bench_script", ROOT / "scripts" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    yield load_script("bench")
+    del sys.modules["bench_script"]
 
 
 @pytest.fixture

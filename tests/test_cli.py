@@ -12,7 +12,15 @@ from test_priors import make_prior
 from rwkvzip import priors
 from rwkvzip.recipe import DEFAULT_LEVEL, LEVELS, preset_by_name
 
-from clitools import FAST, TINY, assert_clean_error, leftovers, run_with_tty, rwkvzip
+from clitools import (
+    FAST,
+    TINY,
+    assert_clean_error,
+    leftovers,
+    mixed_data,
+    run_with_tty,
+    rwkvzip,
+)
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEXT = b"It was the best of times, it was the worst of times. " * 30
@@ -333,6 +341,26 @@ def test_train(tmp_path):
                        "no such file or directory")
 
 
+def test_threads(tmp_path):
+    src = tmp_path / "data.bin"
+    data = mixed_data(3 * 65536 + 99)
+    src.write_bytes(data)
+    out = {}
+    for threads in ("1", "2", "0"):
+        proc = rwkvzip(*FAST, "-T", threads, "--block-size", "64K", "-c", src)
+        assert proc.returncode == 0, proc.stderr
+        out[threads] = proc.stdout
+    assert len(set(out.values())) == 1
+    whole = rwkvzip(*FAST, "-c", src).stdout  # -T 1: one block, as before threads
+    assert whole != out["1"] and rwkvzip(*FAST, "-T", "2", "-c", src).stdout == whole
+    proc = rwkvzip("-d", "-T", "2", "-c", input=out["1"])
+    assert proc.returncode == 0 and proc.stdout == data
+    assert rwkvzip("-t", "-T", "2", input=out["1"]).returncode == 0
+    assert_clean_error(rwkvzip(*FAST, "--block-size", "1K", src), "block size must be")
+    assert_clean_error(rwkvzip(*FAST, "-T", "-2", src), "--threads")
+    assert not leftovers(tmp_path)
+
+
 README_ROWS = {
     "`rwkvzip FILE…`": test_files,
     "`-d`, `rwkvzip decompress`": test_decompress,
@@ -356,6 +384,7 @@ README_ROWS = {
     "a terminal": test_terminal,
     "progress bar": test_progress_bar,
     "`-h`, `-V`": test_help_and_version,
+    "`-T N`, `--threads N`, `--block-size SIZE`": test_threads,
     "`-D FILE`, `--prior FILE`": test_prior_file,
     "`rwkvzip train`": test_train,
     "`rwkvzip selftest`": test_selftest_row,

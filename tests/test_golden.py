@@ -1,20 +1,18 @@
 """Golden vectors and `rwkvzip selftest`: every preset card and architecture is pinned, the
 self-test says plainly when a machine disagrees, and adding vectors never rewrites one."""
 
-import importlib.util
 import io
 import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from rwkvzip import api, selftest
 from rwkvzip.recipe import ARCHS, preset_cards
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import load_script
 
 
 def test_every_preset_card_and_architecture_has_a_golden_vector():
@@ -69,9 +67,7 @@ def _blob(vector):
 
 
 def test_make_golden_adds_what_is_missing_and_never_rewrites(tmp_path, monkeypatch, capsys):
-    spec = importlib.util.spec_from_file_location("make_golden", ROOT / "scripts/make_golden.py")
-    make_golden = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_golden)
+    make_golden = load_script("make_golden")
     golden = tmp_path / "golden"
     shutil.copytree(selftest.golden_dir(), golden)
     manifest = json.loads((golden / selftest.MANIFEST).read_text())

@@ -3,26 +3,16 @@ tiny corpus, and train_check.py on a little generated JSON (no downloads)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import numpy as np
 import pytest
 
 from rwkvzip import corpus, priors
 
-from conftest import ROOT
+from conftest import load_script
 
 GDN_TINY = "hidden=16,layers=1,key_heads=1,value_heads=1,key_dim=16,value_dim=16,mlp=32"
-
-
-def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 input intact and no partial or temporary file; mode and mtime are copied."""
 
 import os
-import random
 import resource
 import signal
 import stat
@@ -11,19 +10,7 @@ import time
 
 import pytest
 
-from clitools import COMMAND, FAST, assert_clean_error, leftovers, rwkvzip
-
-
-def mixed_data(n: int, seed: int = 0) -> bytes:
-    """Text-like words with random runs: some frames coded, some stored."""
-    rng = random.Random(seed)
-    words = [bytes(rng.choices(b"abcdefghij klmnop", k=rng.randint(2, 9))) for _ in range(300)]
-    parts, size = [], 0
-    while size < n:
-        part = rng.randbytes(2000) if rng.random() < 0.2 else b" ".join(rng.choices(words, k=80))
-        parts.append(part)
-        size += len(part)
-    return b"".join(parts)[:n]
+from clitools import COMMAND, FAST, assert_clean_error, leftovers, mixed_data, rwkvzip
 
 
 def names(directory) -> list[str]:

@@ -1,0 +1,25 @@
+"""The checks of one CPU target against the host (tests/test_target_*.py: one file per
+target, so parallel test workers build the targets at the same time)."""
+
+from __future__ import annotations
+
+from conftest import corpus_file
+from target_probe import expected, run_target
+
+SAMPLE = "canterbury/grammar.lsp"
+
+
+def target_runs(target: str, tmp_path_factory) -> dict:
+    return run_target(target, corpus_file(SAMPLE), tmp_path_factory.mktemp(target))
+
+
+def check_kernels(runs: dict) -> None:
+    assert runs["host"]["kernels"] == runs["target"]["kernels"]
+
+
+def check_recipe(runs: dict, recipe: str) -> None:
+    """The same bytes on both, and each decodes the other's file."""
+    assert runs["host"]["blobs"][recipe] == runs["target"]["blobs"][recipe]
+    sample = corpus_file(SAMPLE).read_bytes()
+    for side, out in runs["decoded"].items():
+        assert (out / f"{recipe}.out").read_bytes() == expected(recipe, sample), side

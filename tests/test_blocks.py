@@ -1,0 +1,167 @@
+"""Threads (-T N): independent blocks whose bytes depend on the block size only, decoded in
+parallel or serially, with the serial decoder's errors, bounded memory and clean stops."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rwkvzip import FormatError, api, blocks
+from rwkvzip.container import MAX_FRAME
+
+from clitools import COMMAND, mixed_data
+from conftest import corpus_file, load_script
+
+BLOCK = 1 << 16
+
+
+@pytest.fixture(scope="module")
+def data() -> bytes:
+    return mixed_data(5 * BLOCK + 1234, seed=5)
+
+
+def test_the_bytes_depend_on_the_block_size_never_on_the_threads(data):
+    one = api.compress(data, level=1, block_size=BLOCK)
+    assert api.compress(data, level=1, block_size=BLOCK, threads=2) == one
+    assert api.compress(data, level=1, block_size=BLOCK, threads=0) == one
+    assert api.compress(data, level=1, threads=3) == api.compress(
+        data, level=1, block_size=blocks.DEFAULT_BLOCK_SIZE)  # -T N > 1: the default size
+    assert api.compress(data, level=1) != one  # -T 1 without a size: one block, as before
+    for threads in (1, 2):
+        assert api.decompress(one, threads=threads) == data
+    comp = api.Compressor(level=1, threads=2, block_size=BLOCK)
+    comp.compress(data)
+    comp.flush()
+    assert comp.stats.members == 6 and comp.stats.raw_bytes == len(data)
+    assert comp.stats.compressed_bytes == len(one)
+
+
+def test_the_default_level_network_and_prior_give_the_same_blocks_in_workers(data):
+    sample = data[:BLOCK + 500]
+    blob = api.compress(sample, level=4, block_size=BLOCK)
+    assert api.compress(sample, level=4, block_size=BLOCK, threads=2) == blob
+    assert api.decompress(blob, threads=2) == sample
+
+
+def test_every_block_starts_from_the_level_start_state(data):
+    """Each block is a whole member: alone it decodes to its own bytes."""
+    blob = api.compress(data, level=1, block_size=BLOCK)
+    first = api.compress(data[:BLOCK], level=1)
+    assert blob.startswith(first)
+    assert api.decompress(blob[len(first):]) == data[BLOCK:]
+
+
+def test_parallel_decoding_of_any_file_and_of_concatenations(data, monkeypatch):
+    single = api.compress(data, level=1)  # one member: decoded whole by one worker
+    blocked = api.compress(data, level=1, block_size=BLOCK)
+    assert api.decompress(single, threads=2) == data
+    assert api.decompress(single + blocked + single, threads=2) == data * 3
+    monkeypatch.setattr(blocks, "MAX_PARALLEL_MEMBER", 3 * MAX_FRAME)  # too long: streamed
+    assert api.decompress(blocked + single + blocked, threads=2) == data * 3
+
+
+@pytest.mark.parametrize("damage", ["truncated", "trailing garbage", "bad crc", "empty"])
+def test_parallel_decoding_fails_as_the_serial_decoder_does(data, damage):
+    blob = bytearray(api.compress(data, level=1, block_size=BLOCK))
+    if damage == "truncated":
+        blob = blob[:-7]
+    elif damage == "trailing garbage":
+        blob += b"junk"
+    elif damage == "bad crc":
+        blob[len(blob) // 2] ^= 0x10
+    else:
+        blob = bytearray()
+    errors = []
+    for threads in (1, 2):
+        with pytest.raises(FormatError) as exc:
+            api.decompress(bytes(blob), threads=threads)
+        errors.append(str(exc.value))
+    assert errors[0] == errors[1], errors
+
+
+def test_memory_is_bounded_blocks_come_out_while_input_still_arrives(data):
+    """At most `threads` blocks in flight: output is returned long before flush."""
+    comp = api.Compressor(level=1, threads=2, block_size=BLOCK)
+    early = b"".join(comp.compress(data[i:i + 4096]) for i in range(0, len(data), 4096))
+    rest = comp.flush()
+    assert len(early) > len(rest) > 0
+    assert api.decompress(early + rest) == data
+
+
+def test_progress_counts_every_worker(data):
+    seen = []
+    blob = api.compress(data, level=1, block_size=BLOCK)
+    comp = api.Compressor(level=1, threads=2, block_size=BLOCK, progress=seen.append)
+    assert comp.compress(data) + comp.flush() == blob
+    assert sum(seen) == len(data)
+    seen.clear()
+    out = api.io.BytesIO()
+    api.decompress_stream(api.io.BytesIO(blob), out, seen.append, threads=2)
+    assert sum(seen) == len(data) and out.getvalue() == data
+
+
+def test_bad_threads_and_block_sizes_are_refused():
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="threads"):
+            api.compress(b"x", level=1, threads=bad)
+    for bad in (100, 2 << 30, 1.5):
+        with pytest.raises(ValueError, match="block size"):
+            api.compress(b"x", level=1, block_size=bad)
+    assert [blocks.parse_size(s) for s in ("65536", "64K", "4M", "4MiB", "1g", "2 MB")] == \
+        [65536, 65536, 4 << 20, 4 << 20, 1 << 30, 2 << 20]
+    with pytest.raises(ValueError, match="not a size"):
+        blocks.parse_size("4X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_stops_every_worker_and_leaves_no_output(tmp_path):
+    src = corpus_file("canterbury/kennedy.xls")
+    (tmp_path / "in.xls").write_bytes(src.read_bytes())
+    proc = subprocess.Popen([*COMMAND, "-4", "-T", "2", "--block-size", "64K",
+                             str(tmp_path / "in.xls")], stderr=subprocess.PIPE,
+                            start_new_session=True)  # a process group, as on a terminal
+    deadline = time.monotonic() + 120
+    while len(_group(proc.pid)) < 3:  # the command and its two workers
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the whole group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and err.decode().strip() == "rwkvzip: interrupted"
+    time.sleep(0.5)
+    assert _group(proc.pid) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.xls"]
+
+
+def _group(pgid: int) -> list[int]:
+    """Live processes of a process group (Linux /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                fields = stat.rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                pids.append(int(entry))
+    return pids
+
+
+def test_threads_script_measures_and_checks(tmp_path, data):
+    script = load_script("threads")
+    src = tmp_path / "sample.bin"
+    src.write_bytes(data[:3 * BLOCK])
+    assert script.main([str(src), "-N", "1", "--configs", "1:-,1:64K,2:64K",
+                        "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "threads-sample-1.json").read_text())
+    one, t1, t2 = report["rows"]
+    assert one["block_size"] is None and t1["block_size"] == t2["block_size"] == BLOCK
+    assert t1["compressed"] == t2["compressed"] and t2["same_as_other_threads"]
+    assert all(r["roundtrip"] and r["compress_peak_mib"] > 0 for r in report["rows"])
+    assert "| 2 | 64 KiB |" in (tmp_path / "threads-sample-1.md").read_text()
