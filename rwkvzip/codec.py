@@ -12,6 +12,7 @@ with context models (kernels/stepper.py); CountsPredictor the count models of a 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from rwkvzip.kernels import counts, optim, stepper
 from rwkvzip.mixing import MixArrays
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
+WARM_UP = b"warm up, once"  # what warm_up codes
 ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
 Progress = Callable[[int], None]  # told the number of bytes just coded, every few KB
 
@@ -161,21 +163,32 @@ class NetworkPredictor(Predictor):
                 self.index, self.F, self.toks, self.ckpt, self.rs, self.rt, self.gstate,
                 self.scratch, *self.mixing)
 
+    def _kernel(self) -> tuple:
+        """The block kernel and its arguments after (data, probs, record): run_fixed when
+        the network does not learn (it compiles without the training code), else run."""
+        if self.F[optim.F_MODE] in (stepper.MODE_NONE, stepper.MODE_FROZEN):
+            CT, HB, S, MX, ST = self.mixing
+            return stepper.run_fixed, (self.arch, self.W, self.state, self.trace, self.probs,
+                                       self.index, self.F, CT, HB, S, MX, ST)
+        return stepper.run, (self.arch, *self._arrays())
+
     def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
-        stepper.run(block, rows, True, self.arch, *self._arrays())
+        run, arrays = self._kernel()
+        run(block, rows, True, *arrays)
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
-        stepper.run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, self.arch,
-                    *self._arrays())
+        run, arrays = self._kernel()
+        run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, *arrays)
 
     def decode_frame(self, payload: bytes, raw_len: int,
                      progress: Progress | None = None) -> bytes:
         dec = coder.new_decoder(payload)
         out = bytearray(raw_len)
         # Locals keep the per-byte loop lean: one decode and one numba call per byte.
-        decode_one, run, probs, arch = coder.decode_one, stepper.run, self.probs, self.arch
-        one, no_rows, arrays = np.zeros(1, dtype=np.uint8), self._no_rows, self._arrays()
+        decode_one, probs = coder.decode_one, self.probs
+        run, arrays = self._kernel()
+        one, no_rows = np.zeros(1, dtype=np.uint8), self._no_rows
         try:
             for lo in range(0, raw_len, ENCODE_BLOCK):
                 hi = min(lo + ENCODE_BLOCK, raw_len)
@@ -183,7 +196,7 @@ class NetworkPredictor(Predictor):
                     sym = decode_one(dec, probs)
                     out[t] = sym
                     one[0] = sym
-                    run(one, no_rows, False, arch, *arrays)
+                    run(one, no_rows, False, *arrays)
                 if progress:
                     progress(hi - lo)
         except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
@@ -232,3 +245,19 @@ class CountsPredictor(Predictor):
         except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
             raise coder.CoderError(str(exc)) from None
         return bytes(out)
+
+
+def warm_up(recipe: Recipe) -> None:
+    """Compile (or load from the on-disk cache) every kernel that coding and decoding with
+    this recipe call, on a few bytes and the smallest tables: kernels are typed by their
+    arrays' kinds, not sizes, so the real predictor then starts at full speed. Lets the
+    command line say when it compiles and time the coding alone."""
+    small = recipe
+    if recipe.mix is not None:
+        small = replace(recipe, mix=replace(recipe.mix, table_bits=10, match_bits=12))
+    if recipe.counts is not None:
+        small = replace(recipe, counts=replace(recipe.counts, table_bits=8, match_bits=12))
+    payload = Predictor(small).encode_frame(WARM_UP)
+    decoder = Predictor(small)
+    decoder.decode_frame(payload, len(WARM_UP))
+    decoder.learn_frame(WARM_UP)  # a stored frame

@@ -97,6 +97,7 @@ class Run:
         self.totals = None  # -l over several files
         self.prior = _prior(options)
         self.recipe = _recipe(options, self.prior) if mode == COMPRESS else None
+        self._warm: set[bytes] = set()  # recipes whose kernels are ready
 
     # -- the whole command -------------------------------------------------------------------
 
@@ -215,15 +216,16 @@ class Run:
         only after the output is complete (--rm)."""
         src = None if path == STDIN else path
         label = os.path.basename(path) if src else ""
-        start = time.monotonic()
-        with open_input(src) as fin, atomic_output(out, self.options.force, like=src) as fout, \
-                feedback.progress_bar(total, label, self._bar_enabled()) as progress:
-            stats = work(fin, fout, progress)
-        seconds = time.monotonic() - start
+        with open_input(src) as fin, atomic_output(out, self.options.force, like=src) as fout:
+            start_up = self._start_up(fin, compressing)
+            start = time.monotonic()
+            with feedback.progress_bar(total, label, self._bar_enabled()) as progress:
+                stats = work(fin, fout, progress)
+            seconds = time.monotonic() - start
         if self.options.verbose:
             target = out if out is not None else "(stdout)"
             print(feedback.summary(_display(path), target, stats.raw_bytes,
-                                   stats.compressed_bytes, seconds, compressing),
+                                   stats.compressed_bytes, seconds, compressing, start_up),
                   file=sys.stderr)
         if src is not None and out is not None and not self.options.keep:
             remove_input(src)
@@ -239,9 +241,12 @@ class Run:
         from rwkvzip.api import decompress_stream
 
         total = _raw_size(path) if st is not None and self._bar_enabled() else None
-        with open_input(None if path == STDIN else path) as fin, \
-                feedback.progress_bar(total, os.path.basename(path), self._bar_enabled()) as bar:
-            decompress_stream(fin, _Null(), bar, prior=self.prior, threads=self.options.threads)
+        with open_input(None if path == STDIN else path) as fin:
+            self._start_up(fin, compressing=False)
+            with feedback.progress_bar(total, os.path.basename(path),
+                                       self._bar_enabled()) as bar:
+                decompress_stream(fin, _Null(), bar, prior=self.prior,
+                                  threads=self.options.threads)
 
     def _list(self, path: str) -> None:
         from rwkvzip import listing
@@ -272,8 +277,40 @@ class Run:
         print(f"{info.compressed:>12} {info.raw:>13} {ratio:>8} {bpb:>6} {info.frames:>7}  "
               f"{check:<6} {recipe:<12} {name}")
 
+    def _start_up(self, fin, compressing: bool) -> float:
+        """Get the kernels of this file's recipe ready before the clock and the bar start
+        (compiled the first time, with a notice on a terminal; loaded from the cache
+        after); the seconds it took. The recipe of a compressed input is read from its
+        header without consuming it (nothing is done if it cannot be)."""
+        from rwkvzip import codec
+
+        recipe = self.recipe if compressing else _peek_recipe(fin)
+        if recipe is None or recipe.to_json() in self._warm:
+            return 0.0
+        self._warm.add(recipe.to_json())
+        with feedback.compile_notice(self._bar_enabled()) as took:
+            codec.warm_up(recipe)
+        return took[0]
+
     def _bar_enabled(self) -> bool:
         return feedback.show_progress(self.options.quiet)
+
+
+def _peek_recipe(fin):
+    """The recipe in the header at the start of fin, left unread (None if fin cannot peek,
+    or the header is not complete there or not valid: decoding will say why)."""
+    from rwkvzip import api, container
+    from rwkvzip.recipe import RecipeError
+
+    peek = getattr(fin, "peek", None)
+    if peek is None:
+        return None
+    try:
+        recipe = container.read_header(io.BytesIO(peek(container.MAX_HEADER)))
+        api.check_model_size(recipe)
+    except (container.FormatError, RecipeError):
+        return None
+    return recipe
 
 
 def _raw_size(path: str) -> int | None:

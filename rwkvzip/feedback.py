@@ -6,12 +6,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 from tqdm import tqdm
 
 Progress = Callable[[int], None]  # told the number of raw bytes just processed
 BAR_DELAY = 0.5  # seconds of work before a bar appears: quick jobs stay silent
+NOTICE_DELAY = 1.5  # loading cached kernels takes less; compiling them takes a minute
+NOTICE = "rwkvzip: compiling kernels for this CPU, once (about a minute)"
 
 
 def show_progress(quiet: bool) -> bool:
@@ -35,6 +39,24 @@ def progress_bar(total: int | None, label: str, enabled: bool) -> Iterator[Progr
         bar.close()
 
 
+@contextlib.contextmanager
+def compile_notice(enabled: bool, delay: float = NOTICE_DELAY) -> Iterator[list[float]]:
+    """Around the kernels' warm-up: if it lasts `delay` seconds (they are being compiled,
+    not loaded from the cache), one line says so, on a terminal only. Yields a list that
+    receives the seconds it took."""
+    took: list[float] = []
+    timer = threading.Timer(delay, lambda: print(NOTICE, file=sys.stderr, flush=True))
+    timer.daemon = True
+    if enabled:
+        timer.start()
+    start = time.monotonic()
+    try:
+        yield took
+    finally:
+        timer.cancel()
+        took.append(time.monotonic() - start)
+
+
 def _terminal_known() -> bool:
     try:
         size = os.get_terminal_size(sys.stderr.fileno())
@@ -51,10 +73,12 @@ def ratio_text(compressed: int, raw: int) -> tuple[str, str]:
 
 
 def summary(name: str, target: str, raw: int, compressed: int, seconds: float,
-            compressing: bool) -> str:
-    """The -v line: sizes, ratio, bits per byte and speed (raw bytes per second)."""
+            compressing: bool, start_up: float = 0.0) -> str:
+    """The -v line: sizes, ratio, bits per byte and speed (raw bytes per second of coding;
+    the kernels' start-up, a minute when they are compiled, is given apart)."""
     ratio, bpb = ratio_text(compressed, raw)
     before, after = (raw, compressed) if compressing else (compressed, raw)
     speed = raw / 1000 / seconds if seconds > 0 else 0.0
-    return (f"{name}: {before} -> {after} bytes ({ratio}, {bpb} bpb) in {seconds:.2f} s, "
-            f"{speed:.1f} KB/s -> {target}")
+    extra = f" (+ {start_up:.2f} s start-up)" if start_up >= 0.005 else ""
+    return (f"{name}: {before} -> {after} bytes ({ratio}, {bpb} bpb) in {seconds:.2f} s"
+            f"{extra}, {speed:.1f} KB/s -> {target}")

@@ -56,7 +56,7 @@ class TtyRun:
     stderr: bytes  # when stderr is not the terminal
 
 
-def run_with_tty(args, tty_streams, cwd=None, stdin_data=b"", timeout=120) -> TtyRun:
+def run_with_tty(args, tty_streams, cwd=None, stdin_data=b"", timeout=120, env=None) -> TtyRun:
     """Run the CLI with the named streams ('stdin', 'stdout', 'stderr') on a pseudo-terminal
     and the others on files; collect what reaches the terminal."""
     master, slave = os.openpty()
@@ -67,7 +67,7 @@ def run_with_tty(args, tty_streams, cwd=None, stdin_data=b"", timeout=120) -> Tt
         streams = {"stdin": fin, "stdout": fout, "stderr": ferr}
         for name in tty_streams:
             streams[name] = slave
-        proc = subprocess.Popen([*COMMAND, *map(str, args)], cwd=cwd, **streams)
+        proc = subprocess.Popen([*COMMAND, *map(str, args)], cwd=cwd, env=env, **streams)
         os.close(slave)
         seen = bytearray()
         deadline = time.monotonic() + timeout

@@ -3,6 +3,7 @@ table of flags (checked below), then refusals and clean errors."""
 
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,8 @@ def test_verbose(sample, tmp_path):
     line = out.stderr.decode().strip()
     assert out.returncode == 0 and len(line.splitlines()) == 1
     assert re.fullmatch(rf".*sample\.txt: {len(TEXT)} -> {size} bytes \([0-9.]+%, [0-9.]+ bpb\) "
-                        r"in [0-9.]+ s, [0-9.]+ KB/s -> .*sample\.txt\.rwkz", line), line
+                        r"in [0-9.]+ s( \(\+ [0-9.]+ s start-up\))?, [0-9.]+ KB/s -> "
+                        r".*sample\.txt\.rwkz", line), line
 
 
 def test_quiet(tmp_path):
@@ -283,6 +285,38 @@ def test_progress_bar(tmp_path):
     assert quiet.returncode == 0 and quiet.tty == b""
     piped = rwkvzip(*FAST, "-f", big)
     assert piped.returncode == 0 and piped.stderr == b""
+
+
+def test_compile_notice_on_a_terminal_only_and_not_in_the_speed(tmp_path):
+    """Compiling the kernels (an empty cache) says so on a terminal, never on a pipe; -v
+    gives the coding speed with the start-up apart."""
+    src = tmp_path / "text.txt"
+    src.write_bytes(TEXT * 20)
+
+    def fresh_cache(name):
+        return {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / name)}
+
+    piped = rwkvzip(*FAST, "-v", "-c", src, env=fresh_cache("a"))
+    assert piped.returncode == 0 and b"compiling" not in piped.stderr
+    assert re.search(rb"in [0-9.]+ s \(\+ [0-9.]+ s start-up\), [0-9.]+ KB/s", piped.stderr)
+    shown = run_with_tty([*FAST, "-c", src], ["stderr"], env=fresh_cache("b"))
+    assert shown.returncode == 0
+    assert b"compiling kernels for this CPU, once" in shown.tty, shown.tty
+    warm = run_with_tty([*FAST, "-c", src], ["stderr"], env=fresh_cache("b"))
+    assert warm.returncode == 0 and b"compiling" not in warm.tty
+
+
+def test_the_notice_waits_for_a_slow_start_up(capsys):
+    from rwkvzip import feedback
+
+    with feedback.compile_notice(True, delay=0.05) as took:
+        time.sleep(0.3)
+    assert feedback.NOTICE in capsys.readouterr().err and took[0] >= 0.3
+    for enabled, pause in ((True, 0.0), (False, 0.3)):
+        with feedback.compile_notice(enabled, delay=0.05):
+            time.sleep(pause)
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
 
 
 def test_help_and_version():

@@ -119,3 +119,16 @@ def test_sgd_step_lowers_the_loss_of_the_byte(tiny_recipe, bptt):
         assert len(changed) > 0.5 * lay.size
     after = -np.log(np.float64(_restart(pred, pred.W).probs[y]))
     assert after < before
+
+
+def test_warm_up_compiles_what_each_kind_of_level_runs():
+    """warm_up readies the kernels coding and decoding call: count models at -1, the
+    fixed-network kernel (no training code) at the default, the learning one at -7."""
+    from rwkvzip import codec
+    from rwkvzip.kernels import counts, stepper
+    from rwkvzip.recipe import level_recipe
+
+    for level, kernels in ((1, [counts.run, counts.step]), (4, [stepper.run_fixed]),
+                           (7, [stepper.run])):
+        codec.warm_up(level_recipe(level))
+        assert all(k.signatures for k in kernels), level

@@ -1,7 +1,7 @@
 """One byte of the model's life (learn from it, then read it), and the encoder's block loop.
 
-Encoder and decoder call exactly these kernels (`begin`, then `run`), so both sides compute
-the same bits.
+Encoder and decoder call exactly these kernels (`begin`, then `run`, or `run_fixed` when the
+network does not learn), so both sides compute the same bits.
 
 Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
   MODE_HEAD   output layer only: exact step on LM head and bias after each byte
@@ -163,21 +163,32 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
 
 
 @jit(inline="always")
+def learn_mixing(symbol, j, CT, HB, S, MX):
+    """The mixer learns from the byte just coded (the gradient for the network goes to row
+    j of its GM rows); the context models then move on to the next context."""
+    mixer.learn(symbol, CT, S, MX, MX[S[mixer.S_GM] + j * 256:S[mixer.S_GM] + (j + 1) * 256])
+    context.next_contexts(S, HB, symbol)
+    context.match_update(S, HB, CT)
+
+
+@jit(inline="always")
+def predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST):
+    """The next distribution from a network that does not learn (MODE_FROZEN) or is not
+    run (MODE_NONE)."""
+    if F[F_MODE] == MODE_FROZEN:
+        forward(arch, symbol, W, state, tr, I, F)
+    publish(tr, I, P, F, CT, S, MX, ST)
+
+
+@jit(inline="always")
 def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
             scratch, CT, HB, S, MX, ST):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
     mode = F[F_MODE]
-    mixing = F[F_MIX] != 0.0
-    if mixing:  # the mixer learns first: its logit gradient is part of the network's loss
-        j = int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0
-        mixer.learn(symbol, CT, S, MX, MX[S[mixer.S_GM] + j * 256:S[mixer.S_GM] + (j + 1) * 256])
-        context.next_contexts(S, HB, symbol)
-        context.match_update(S, HB, CT)
-    if mode == MODE_NONE:
-        publish(tr, I, P, F, CT, S, MX, ST)
-    elif mode == MODE_FROZEN:
-        forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, I, P, F, CT, S, MX, ST)
+    if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
+        learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, CT, HB, S, MX)
+    if mode == MODE_NONE or mode == MODE_FROZEN:  # noqa: SIM109 - numba: a float in a tuple
+        predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST)
     elif mode == MODE_HEAD:
         learn_head(loss_symbol(symbol, tr, I, F, S, MX, 0), W, O, tr, I, F)
         forward(arch, symbol, W, state, tr, I, F)
@@ -232,3 +243,19 @@ def run(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, r
                 probs[t, j] = P[j]
         advance(int(data[t]), arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
                 scratch, CT, HB, S, MX, ST)
+
+
+@jit
+def run_fixed(data, probs, record, arch, W, state, tr, P, I, F, CT, HB, S, MX, ST):
+    """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
+    pass or optimizer is reachable from it, so a level whose network does not learn (the
+    default) compiles a fraction of the kernels."""
+    for t in range(data.shape[0]):
+        if record:
+            for j in range(P.shape[0]):
+                probs[t, j] = P[j]
+        symbol = int(data[t])
+        if F[F_MIX] != 0.0:
+            learn_mixing(symbol, 0, CT, HB, S, MX)
+        predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST)
+        F[F_SEEN] += 1.0
