@@ -93,7 +93,7 @@ class Compressor:
     level's own start; the stream's header records its digest, and decoding needs it.
     `threads` (0: one per core) codes independent blocks of `block_size` bytes in as many
     worker processes; the output depends on the block size only (blocks.block_size_for:
-    one block with one thread unless a size is given, else 2 MiB by default).
+    one block with one thread unless a size is given, else 16 MiB by default).
     """
 
     def __init__(self, level: int | None = None, *, recipe: Recipe | None = None,

@@ -23,7 +23,7 @@ from typing import Any
 Progress = Callable[[int], None]
 Job = Callable[..., Any]  # job(arg, *context, progress=...) -> result, a module-level function
 
-DEFAULT_BLOCK_SIZE = 2 << 20  # measured on bible.txt and world192.txt: BENCHMARKS.md "Threads"
+DEFAULT_BLOCK_SIZE = 16 << 20  # restarts cost < 1 % at this size (README "Threads")
 MAX_PARALLEL_MEMBER = 64 << 20  # a longer member (a -T 1 file) is decoded as a stream, here
 MIN_BLOCK_SIZE = 1 << 16  # one frame
 MAX_BLOCK_SIZE = 1 << 30

@@ -122,7 +122,7 @@ THREADS = click.option("-T", "--threads", type=click.IntRange(min=0), default=1,
                             "output depends on the block size, never on N.")
 BLOCKS = click.option("--block-size", metavar="SIZE", callback=_block_size,
                       help="Cut the input into independent blocks of SIZE bytes (e.g. 4M; "
-                           "default with -T other than 1: 2M; with -T 1: one block).")
+                           "default with -T other than 1: 16M; with -T 1: one block).")
 PRIOR = click.option("-D", "--prior", metavar="FILE",
                      help="Start the network from this prior file (made by 'rwkvzip train'); "
                           "decompressing needs the same file.")

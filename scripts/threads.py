@@ -8,12 +8,16 @@ line as a user would (`python -m rwkvzip -N -T THREADS [--block-size BLOCK] -c F
 the whole group (the sum of PSS over the command and its workers, so pages the workers
 share are counted once) every 0.1 s. Every output is decoded and compared with the input;
 configs with the same block size must give identical bytes, whatever the thread count.
-Writes OUT/threads-NAME.json and .md (OUT: docs/bench); exit status 1 on any mismatch.
+Each block restart is compared with the one-block file frame by frame: the extra bytes the
+restarted models cost after 256 KiB, 512 KiB, 1 MiB and the whole block (what sets the
+default block size). Writes OUT/threads-NAME-LEVEL.json and .md (OUT: docs/bench); exit
+status 1 on any mismatch.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
@@ -25,14 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rwkvzip import blocks  # noqa: E402
+from rwkvzip import blocks, container  # noqa: E402
 
 SAMPLE_SECONDS = 0.1
+MARKS = (4, 8, 16)  # frames of 64 KiB after a restart: 256 KiB, 512 KiB, 1 MiB
 
 
 def group_memory(pgid: int) -> int:
     """Bytes of memory the process group holds: the sum of its processes' PSS (RSS where
-    the kernel has no smaps_rollup)."""
+    the kernel has no smaps_rollup; 0 for a process ending meanwhile)."""
     total = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -54,7 +59,7 @@ def _pss(pid: str) -> int:
     except OSError:
         lines = Path(f"/proc/{pid}/status").read_text().splitlines()
         key = "VmRSS:"
-    return next(int(line.split()[1]) * 1024 for line in lines if line.startswith(key))
+    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith(key)), 0)
 
 
 def run_measured(args: list[str], stdin: Path, stdout: Path) -> tuple[float, int]:
@@ -74,6 +79,32 @@ def run_measured(args: list[str], stdin: Path, stdout: Path) -> tuple[float, int
     return seconds, peak
 
 
+def member_frames(blob: bytes) -> list[list[int]]:
+    """The payload size of every frame, member by member."""
+    f, members = io.BytesIO(blob), []
+    while container.read_header(f, first=not members) is not None:
+        members.append([len(frame.payload) for frame in container.read_frames(f)])
+    return members
+
+
+def restart_costs(blocked: bytes, whole: bytes) -> list[dict]:
+    """Per block after the first (block sizes a whole number of frames, so frames line up):
+    extra compressed bytes against the one-block file over the same frames, after 256 KiB,
+    512 KiB, 1 MiB and the whole block."""
+    (single,) = member_frames(whole)
+    costs, pos = [], 0
+    for frames in member_frames(blocked):
+        if pos:
+            extra = [a - b for a, b in zip(frames, single[pos:pos + len(frames)], strict=True)]
+            row = {"after_kib": pos * 64, "block_kib": len(frames) * 64,
+                   "extra": {f"{k * 64}K": sum(extra[:k]) for k in MARKS if k < len(frames)}}
+            row["extra"]["block"] = sum(extra)
+            row["pct_of_block"] = 100 * sum(extra) / sum(single[pos:pos + len(frames)])
+            costs.append(row)
+        pos += len(frames)
+    return costs
+
+
 def parse_configs(text: str) -> list[tuple[int, int | None]]:
     configs = []
     for item in text.split(","):
@@ -85,14 +116,14 @@ def parse_configs(text: str) -> list[tuple[int, int | None]]:
 
 def measure(path: Path, level: int, configs: list[tuple[int, int | None]], work: Path) -> dict:
     raw = path.stat().st_size
-    rows, digests = [], {}
+    rows, digests, blobs = [], {}, {}
     for threads, block in configs:
         size = [] if block is None else ["--block-size", str(block)]
         packed = work / f"t{threads}-{block}.rwkz"
         c_s, c_mem = run_measured([f"-{level}", "-T", str(threads), *size, "-c"], path, packed)
         unpacked = work / "out"
         d_s, d_mem = run_measured(["-d", "-T", str(threads), "-c"], packed, unpacked)
-        blob = packed.read_bytes()
+        blob = blobs[block] = packed.read_bytes()
         row = {"threads": threads, "block_size": block, "compressed": len(blob),
                "bpb": 8 * len(blob) / raw, "compress_s": c_s, "decompress_s": d_s,
                "compress_peak_mib": c_mem / 2**20, "decompress_peak_mib": d_mem / 2**20,
@@ -102,11 +133,13 @@ def measure(path: Path, level: int, configs: list[tuple[int, int | None]], work:
         print(_line(row), flush=True)
     base = next((r for r in rows if r["threads"] == 1 and r["block_size"] is None), rows[0])
     for row in rows:
+        if None in blobs and row["block_size"] and not row["block_size"] % container.MAX_FRAME:
+            row["restarts"] = restart_costs(blobs[row["block_size"]], blobs[None])
         row["bpb_cost_pct"] = 100 * (row["bpb"] / base["bpb"] - 1)
         row["compress_vs_base"] = row["compress_s"] / base["compress_s"]
         row["decompress_vs_base"] = row["decompress_s"] / base["decompress_s"]
     return {"file": path.name, "bytes": raw, "level": level, "cpus": blocks.cpu_count(),
-            "default_block_size": blocks.DEFAULT_BLOCK_SIZE, "rows": rows}
+            "rows": rows}
 
 
 def _size(block: int | None) -> str:
@@ -136,7 +169,15 @@ def render(report: dict) -> str:
                    f"{r['decompress_peak_mib']:.0f} | "
                    f"{'yes' if r['same_as_other_threads'] else 'NO'} |")
     out += ["", "× : wall time over -T 1 with one block; cost: bpb over that; peak: the sum "
-            "of PSS over the command and its workers."]
+            "of PSS over the command and its workers.", "",
+            "Extra bytes a block restart costs against the one-block file, over the same "
+            "frames:", "", "| block size | restart after | extra bytes by then | "
+            "of the block |", "|---|---:|---|---:|"]
+    for r in report["rows"]:
+        for c in r.get("restarts", []):
+            marks = ", ".join(f"{k}: {v:,}" for k, v in c["extra"].items())
+            out.append(f"| {_size(r['block_size'])} | {c['after_kib']:,} KiB | {marks} | "
+                       f"{c['pct_of_block']:.2f} % |")
     return "\n".join(out) + "\n"
 
 

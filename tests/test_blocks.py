@@ -164,4 +164,6 @@ def test_threads_script_measures_and_checks(tmp_path, data):
     assert one["block_size"] is None and t1["block_size"] == t2["block_size"] == BLOCK
     assert t1["compressed"] == t2["compressed"] and t2["same_as_other_threads"]
     assert all(r["roundtrip"] and r["compress_peak_mib"] > 0 for r in report["rows"])
+    assert [r["after_kib"] for r in t1["restarts"]] == [64, 128]  # two restarts, measured
+    assert all(r["extra"]["block"] > 0 for r in t1["restarts"])  # fresh models relearn
     assert "| 2 | 64 KiB |" in (tmp_path / "threads-sample-1.md").read_text()

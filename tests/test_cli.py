@@ -1,6 +1,7 @@
 """The real command line, driven as a subprocess: one test for every row of the README's
 table of flags (checked below), then refusals and clean errors."""
 
+import json
 import os
 import re
 import time
@@ -22,6 +23,7 @@ from clitools import (
     run_with_tty,
     rwkvzip,
 )
+from conftest import load_script
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEXT = b"It was the best of times, it was the worst of times. " * 30
@@ -304,6 +306,17 @@ def test_compile_notice_on_a_terminal_only_and_not_in_the_speed(tmp_path):
     assert b"compiling kernels for this CPU, once" in shown.tty, shown.tty
     warm = run_with_tty([*FAST, "-c", src], ["stderr"], env=fresh_cache("b"))
     assert warm.returncode == 0 and b"compiling" not in warm.tty
+
+
+def test_coldstart_script_measures_cold_and_warm(tmp_path):
+    script = load_script("coldstart")
+    src = tmp_path / "text.txt"
+    src.write_bytes(TEXT * 20)
+    assert script.main([str(src), "--levels", "1", "--out", str(tmp_path)]) == 0
+    (row,) = json.loads((tmp_path / "coldstart.json").read_text())["rows"]
+    assert row["cold_start_up_s"] > row["warm_start_up_s"] > 0  # compiled, then loaded
+    assert row["cold_wall_s"] > row["cold_start_up_s"] + row["cold_coding_s"]
+    assert "| -1 |" in (tmp_path / "coldstart.md").read_text()
 
 
 def test_the_notice_waits_for_a_slow_start_up(capsys):
