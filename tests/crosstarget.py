@@ -9,8 +9,8 @@ from target_probe import expected, run_target
 SAMPLE = "canterbury/grammar.lsp"
 
 
-def target_runs(target: str, tmp_path_factory) -> dict:
-    return run_target(target, corpus_file(SAMPLE), tmp_path_factory.mktemp(target))
+def target_runs(target: str, tmp_path_factory, host_first: bool) -> dict:
+    return run_target(target, corpus_file(SAMPLE), tmp_path_factory.mktemp(target), host_first)
 
 
 def check_kernels(runs: dict) -> None:

@@ -2,10 +2,10 @@
 NUMBA_CPU_FEATURES) writes the host's bytes with every recipe and reads the host's files;
 the host (this process) reads the target's files.
 
-  probe IN DIR SRC_DIR OUT_DIR -> compress IN with every recipe to DIR/<recipe>.rwkz, print
-                                  digests of the kernel outputs and of every file; then
-                                  decompress SRC_DIR/<recipe>.rwkz to OUT_DIR/<recipe>.out
-One process per target: compiling the kernels once serves every recipe and both phases.
+  probe IN DIR [SRC_DIR OUT_DIR [--decode-only]]
+      compress IN with every recipe to DIR/<recipe>.rwkz and print the digests of the
+      kernel outputs and of every file (not with --decode-only); then decompress
+      SRC_DIR/<recipe>.rwkz to OUT_DIR/<recipe>.out.
 """
 
 import hashlib
@@ -155,29 +155,45 @@ def decompress_all(src: Path, out: Path) -> None:
         (out / f"{name}.out").write_bytes(api.decompress(blob, prior=prior, threads=2))
 
 
-def run_target(target: str, sample: Path, root: Path) -> dict:
+def run_target(target: str, sample: Path, root: Path, host_first: bool = True) -> dict:
     """The host's and the target's digests, and where each decoded the other's files:
-    {"host": report, "target": report, "decoded": {"host": dir, "target": dir}}."""
+    {"host": report, "target": report, "decoded": {"host": dir, "target": dir}}.
+    host_first False compiles the target's kernels first (a second subprocess then reads
+    the host's files): two test workers running one target each then compile the host's
+    kernels one after the other, the second loading them from the cache."""
     dirs = {name: root / name for name in ("host", "target", "host-out", "target-out")}
     for d in dirs.values():
         d.mkdir()
-    host = compress_all(sample.read_bytes(), dirs["host"])
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
     env.update(TARGETS[target])
-    proc = subprocess.run([sys.executable, __file__, str(sample), str(dirs["target"]),
-                           str(dirs["host"]), str(dirs["target-out"])],
-                          capture_output=True, env=env, timeout=900)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+
+    def probe(*args: Path) -> str:
+        proc = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True,
+                              env=env, timeout=900)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        return proc.stdout.decode()
+
+    if host_first:
+        host = compress_all(sample.read_bytes(), dirs["host"])
+        made = probe(sample, dirs["target"], dirs["host"], dirs["target-out"])
+    else:
+        made = probe(sample, dirs["target"])
+        host = compress_all(sample.read_bytes(), dirs["host"])
+        probe(sample, dirs["target"], dirs["host"], dirs["target-out"], "--decode-only")
     decompress_all(dirs["target"], dirs["host-out"])
-    return {"host": host, "target": json.loads(proc.stdout),
+    return {"host": host, "target": json.loads(made),
             "decoded": {"host": dirs["host-out"], "target": dirs["target-out"]}}
 
 
 def main() -> None:
-    src, out, other, decoded = map(Path, sys.argv[1:5])
-    report = compress_all(src.read_bytes(), out)
-    decompress_all(other, decoded)
-    print(json.dumps(report))
+    """probe IN DIR [SRC_DIR OUT_DIR [--decode-only]]"""
+    args = sys.argv[1:]
+    decode_only = args[-1] == "--decode-only"
+    src, out, *rest = map(Path, args[:-1] if decode_only else args)
+    if not decode_only:
+        print(json.dumps(compress_all(src.read_bytes(), out)))
+    if rest:
+        decompress_all(*rest)
 
 
 if __name__ == "__main__":

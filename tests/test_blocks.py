@@ -7,17 +7,25 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from rwkvzip import FormatError, api, blocks
 from rwkvzip.container import MAX_FRAME
+from rwkvzip.recipe import level_recipe
 
 from clitools import COMMAND, mixed_data
 from conftest import corpus_file, load_script
 
 BLOCK = 1 << 16
+# level 1's count models with small tables: a block allocates them afresh, so keep them cheap
+SMALL = replace(level_recipe(1), counts=replace(level_recipe(1).counts, table_bits=10,
+                                                match_bits=14))
+# the default level (network, frozen prior, text gate) with small tables
+SMALL_DEFAULT = replace(level_recipe(4), mix=replace(level_recipe(4).mix, table_bits=12,
+                                                     match_bits=14))
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +34,15 @@ def data() -> bytes:
 
 
 def test_the_bytes_depend_on_the_block_size_never_on_the_threads(data):
-    one = api.compress(data, level=1, block_size=BLOCK)
-    assert api.compress(data, level=1, block_size=BLOCK, threads=2) == one
-    assert api.compress(data, level=1, block_size=BLOCK, threads=0) == one
-    assert api.compress(data, level=1, threads=3) == api.compress(
-        data, level=1, block_size=blocks.DEFAULT_BLOCK_SIZE)  # -T N > 1: the default size
-    assert api.compress(data, level=1) != one  # -T 1 without a size: one block, as before
+    one = api.compress(data, recipe=SMALL, block_size=BLOCK)
+    assert api.compress(data, recipe=SMALL, block_size=BLOCK, threads=2) == one
+    assert api.compress(data, recipe=SMALL, block_size=BLOCK, threads=0) == one
+    assert api.compress(data, recipe=SMALL, threads=3) == api.compress(
+        data, recipe=SMALL, block_size=blocks.DEFAULT_BLOCK_SIZE)  # -T N > 1: the default size
+    assert api.compress(data, recipe=SMALL) != one  # -T 1 without a size: one block, as before
     for threads in (1, 2):
         assert api.decompress(one, threads=threads) == data
-    comp = api.Compressor(level=1, threads=2, block_size=BLOCK)
+    comp = api.Compressor(recipe=SMALL, threads=2, block_size=BLOCK)
     comp.compress(data)
     comp.flush()
     assert comp.stats.members == 6 and comp.stats.raw_bytes == len(data)
@@ -43,22 +51,22 @@ def test_the_bytes_depend_on_the_block_size_never_on_the_threads(data):
 
 def test_the_default_level_network_and_prior_give_the_same_blocks_in_workers(data):
     sample = data[:BLOCK + 500]
-    blob = api.compress(sample, level=4, block_size=BLOCK)
-    assert api.compress(sample, level=4, block_size=BLOCK, threads=2) == blob
+    blob = api.compress(sample, SMALL_DEFAULT, block_size=BLOCK)
+    assert api.compress(sample, SMALL_DEFAULT, block_size=BLOCK, threads=2) == blob
     assert api.decompress(blob, threads=2) == sample
 
 
 def test_every_block_starts_from_the_level_start_state(data):
     """Each block is a whole member: alone it decodes to its own bytes."""
-    blob = api.compress(data, level=1, block_size=BLOCK)
-    first = api.compress(data[:BLOCK], level=1)
+    blob = api.compress(data, recipe=SMALL, block_size=BLOCK)
+    first = api.compress(data[:BLOCK], recipe=SMALL)
     assert blob.startswith(first)
     assert api.decompress(blob[len(first):]) == data[BLOCK:]
 
 
 def test_parallel_decoding_of_any_file_and_of_concatenations(data, monkeypatch):
-    single = api.compress(data, level=1)  # one member: decoded whole by one worker
-    blocked = api.compress(data, level=1, block_size=BLOCK)
+    single = api.compress(data, recipe=SMALL)  # one member: decoded whole by one worker
+    blocked = api.compress(data, recipe=SMALL, block_size=BLOCK)
     assert api.decompress(single, threads=2) == data
     assert api.decompress(single + blocked + single, threads=2) == data * 3
     monkeypatch.setattr(blocks, "MAX_PARALLEL_MEMBER", 3 * MAX_FRAME)  # too long: streamed
@@ -67,7 +75,7 @@ def test_parallel_decoding_of_any_file_and_of_concatenations(data, monkeypatch):
 
 @pytest.mark.parametrize("damage", ["truncated", "trailing garbage", "bad crc", "empty"])
 def test_parallel_decoding_fails_as_the_serial_decoder_does(data, damage):
-    blob = bytearray(api.compress(data, level=1, block_size=BLOCK))
+    blob = bytearray(api.compress(data, recipe=SMALL, block_size=BLOCK))
     if damage == "truncated":
         blob = blob[:-7]
     elif damage == "trailing garbage":
@@ -86,7 +94,7 @@ def test_parallel_decoding_fails_as_the_serial_decoder_does(data, damage):
 
 def test_memory_is_bounded_blocks_come_out_while_input_still_arrives(data):
     """At most `threads` blocks in flight: output is returned long before flush."""
-    comp = api.Compressor(level=1, threads=2, block_size=BLOCK)
+    comp = api.Compressor(recipe=SMALL, threads=2, block_size=BLOCK)
     early = b"".join(comp.compress(data[i:i + 4096]) for i in range(0, len(data), 4096))
     rest = comp.flush()
     assert len(early) > len(rest) > 0
@@ -95,8 +103,8 @@ def test_memory_is_bounded_blocks_come_out_while_input_still_arrives(data):
 
 def test_progress_counts_every_worker(data):
     seen = []
-    blob = api.compress(data, level=1, block_size=BLOCK)
-    comp = api.Compressor(level=1, threads=2, block_size=BLOCK, progress=seen.append)
+    blob = api.compress(data, recipe=SMALL, block_size=BLOCK)
+    comp = api.Compressor(recipe=SMALL, threads=2, block_size=BLOCK, progress=seen.append)
     assert comp.compress(data) + comp.flush() == blob
     assert sum(seen) == len(data)
     seen.clear()
@@ -108,10 +116,10 @@ def test_progress_counts_every_worker(data):
 def test_bad_threads_and_block_sizes_are_refused():
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="threads"):
-            api.compress(b"x", level=1, threads=bad)
+            api.compress(b"x", recipe=SMALL, threads=bad)
     for bad in (100, 2 << 30, 1.5):
         with pytest.raises(ValueError, match="block size"):
-            api.compress(b"x", level=1, block_size=bad)
+            api.compress(b"x", recipe=SMALL, block_size=bad)
     assert [blocks.parse_size(s) for s in ("65536", "64K", "4M", "4MiB", "1g", "2 MB")] == \
         [65536, 65536, 4 << 20, 4 << 20, 1 << 30, 2 << 20]
     with pytest.raises(ValueError, match="not a size"):

@@ -9,7 +9,7 @@ from target_probe import NAMES
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    return target_runs("haswell-avx2", tmp_path_factory)
+    return target_runs("haswell-avx2", tmp_path_factory, host_first=False)
 
 
 def test_kernels_agree_bit_for_bit(runs):

@@ -9,7 +9,7 @@ from target_probe import NAMES
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    return target_runs("generic-sse2", tmp_path_factory)
+    return target_runs("generic-sse2", tmp_path_factory, host_first=True)
 
 
 def test_kernels_agree_bit_for_bit(runs):
