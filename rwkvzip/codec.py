@@ -247,17 +247,18 @@ class CountsPredictor(Predictor):
         return bytes(out)
 
 
-def warm_up(recipe: Recipe) -> None:
-    """Compile (or load from the on-disk cache) every kernel that coding and decoding with
-    this recipe call, on a few bytes and the smallest tables: kernels are typed by their
-    arrays' kinds, not sizes, so the real predictor then starts at full speed. Lets the
-    command line say when it compiles and time the coding alone."""
+def warm_up(recipe: Recipe, decoding: bool = True) -> None:
+    """Compile (or load from the on-disk cache) every kernel that coding (and decoding, if
+    `decoding`) with this recipe call, on a few bytes and the smallest tables: kernels are
+    typed by their arrays' kinds, not sizes, so the real predictor then starts at full
+    speed. Lets the command line say when it compiles and time the coding alone."""
     small = recipe
     if recipe.mix is not None:
         small = replace(recipe, mix=replace(recipe.mix, table_bits=10, match_bits=12))
     if recipe.counts is not None:
         small = replace(recipe, counts=replace(recipe.counts, table_bits=8, match_bits=12))
     payload = Predictor(small).encode_frame(WARM_UP)
-    decoder = Predictor(small)
-    decoder.decode_frame(payload, len(WARM_UP))
-    decoder.learn_frame(WARM_UP)  # a stored frame
+    if decoding:
+        decoder = Predictor(small)
+        decoder.decode_frame(payload, len(WARM_UP))
+        decoder.learn_frame(WARM_UP)  # a stored frame

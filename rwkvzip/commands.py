@@ -97,7 +97,7 @@ class Run:
         self.totals = None  # -l over several files
         self.prior = _prior(options)
         self.recipe = _recipe(options, self.prior) if mode == COMPRESS else None
-        self._warm: set[bytes] = set()  # recipes whose kernels are ready
+        self._warm: set[tuple] = set()  # (recipe, compressing) whose kernels are ready
 
     # -- the whole command -------------------------------------------------------------------
 
@@ -285,11 +285,12 @@ class Run:
         from rwkvzip import codec
 
         recipe = self.recipe if compressing else _peek_recipe(fin)
-        if recipe is None or recipe.to_json() in self._warm:
+        key = (recipe.to_json() if recipe else None, compressing)
+        if recipe is None or key in self._warm:
             return 0.0
-        self._warm.add(recipe.to_json())
+        self._warm.add(key)
         with feedback.compile_notice(self._bar_enabled()) as took:
-            codec.warm_up(recipe)
+            codec.warm_up(recipe, decoding=not compressing)
         return took[0]
 
     def _bar_enabled(self) -> bool:

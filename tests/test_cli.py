@@ -276,7 +276,7 @@ def test_terminal(sample, tmp_path):
 def test_progress_bar(tmp_path):
     """A tqdm bar on stderr for lasting work, only on a terminal and not with -q."""
     big = tmp_path / "big.bin"
-    big.write_bytes(os.urandom(40_000) + TEXT * 30)  # seconds of work: well over BAR_DELAY
+    big.write_bytes(os.urandom(12_000) + TEXT * 12)  # a second of work: over BAR_DELAY
     shown = run_with_tty([big], ["stderr"])  # the default level (level 1 is done too soon)
     assert shown.returncode == 0
     assert b"B/s" in shown.tty and b"big.bin" in shown.tty, shown.tty
@@ -392,13 +392,12 @@ def test_threads(tmp_path):
     data = mixed_data(65536 + 99)
     src.write_bytes(data)
     out = {}
-    for threads in ("1", "2", "0"):
+    for threads in ("1", "2"):
         proc = rwkvzip(*FAST, "-T", threads, "--block-size", "64K", "-c", src)
         assert proc.returncode == 0, proc.stderr
         out[threads] = proc.stdout
     assert len(set(out.values())) == 1
-    whole = rwkvzip(*FAST, "-c", src).stdout  # -T 1: one block, as before threads
-    assert whole != out["1"] and rwkvzip(*FAST, "-T", "2", "-c", src).stdout == whole
+    assert rwkvzip(*FAST, "-c", src).stdout != out["1"]  # -T 1 alone: one block, as before
     proc = rwkvzip("-d", "-T", "2", "-c", input=out["1"])
     assert proc.returncode == 0 and proc.stdout == data
     assert rwkvzip("-t", "-T", "2", input=out["1"]).returncode == 0
