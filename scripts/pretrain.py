@@ -8,7 +8,10 @@
 The corpus comes only from what a fresh machine can install (DESIGN.md, "Learned
 priors"): the Debian packages and PyPI releases pinned in SOURCES below, never evaluation
 data (the Canterbury/Calgary corpora, enwik, the Bible, the CIA factbook), the Python
-standard library or packages that copy it, or licence texts. `corpus` writes
+standard library or packages that copy it, or licence texts. None of the pinned sources
+ships those; on top of that, files named like an evaluation file or a licence are left
+out, and so is any document whose long lines are more than a tenth lines of
+../shared/corpus or of /usr/share/common-licenses. `corpus` writes
 DIR/corpus.bin and DIR/manifest.json (every document's source, name, bytes, SHA-256 and
 split); the manifest's digest goes into the prior.
 
@@ -159,15 +162,24 @@ def pypi_source(src: Source) -> tuple[list[tuple[str, bytes]], dict]:
     return files, {"archives": archives}
 
 
-def eval_lines() -> set[bytes]:
-    """Long lines of the evaluation files: a document made of them is not trained on."""
+LICENCES = Path("/usr/share/common-licenses")
+
+
+def long_lines(root: Path, pattern: str = "*") -> set[bytes]:
+    """The long lines (40 bytes or more, stripped) of every file under root."""
     lines: set[bytes] = set()
-    if EVAL_CORPUS.is_dir():
-        for f in EVAL_CORPUS.rglob("*"):
+    if root.is_dir():
+        for f in root.rglob(pattern):
             if f.is_file():
                 lines.update(ln.strip() for ln in f.read_bytes().splitlines()
                              if len(ln.strip()) >= 40)
     return lines
+
+
+def eval_lines() -> set[bytes]:
+    """Long lines of the evaluation files and of the licence texts: a document made of them
+    (COPYING files under other names, quoted licences, eval texts) is not trained on."""
+    return long_lines(EVAL_CORPUS) | long_lines(LICENCES)
 
 
 def overlaps_eval(data: bytes, lines: set[bytes]) -> bool:
