@@ -379,13 +379,23 @@ def decompress_stream(fin: BinaryIO, fout: BinaryIO, progress: Progress | None =
     `threads` (0: one per core) its members, the blocks of a file written with threads, are
     decoded by as many worker processes."""
     stats = Stats()
-    threads = blocks.resolve_threads(threads)
-    pieces = (decompress_chunks(read_chunks(fin), progress, stats, prior) if threads == 1
-              else _decompress_blocks(_Pushback(fin), threads, progress, stats, prior))
+    pieces = decoded_pieces(fin, progress, stats, prior=prior, threads=threads)
     with contextlib.closing(pieces):  # a failed write stops the workers at once
         for piece in pieces:
             fout.write(piece)
     return stats
+
+
+def decoded_pieces(fin: BinaryIO, progress: Progress | None = None,
+                   stats: Stats | None = None, *, prior: PriorSource | None = None,
+                   threads: int = 1) -> Iterator[bytes]:
+    """The decoded data of the members read from fin, piece by piece; with `threads`, the
+    members are decoded by worker processes (closing the iterator stops them)."""
+    stats = stats if stats is not None else Stats()
+    threads = blocks.resolve_threads(threads)
+    if threads == 1:
+        return decompress_chunks(read_chunks(fin), progress, stats, prior)
+    return _decompress_blocks(_Pushback(fin), threads, progress, stats, prior)
 
 
 def _compress_block(data: bytes, recipe: Recipe, given: Prior | None, *,

@@ -48,6 +48,19 @@ def looks_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
 
 
+TABLE_BYTES = frozenset(b"0123456789abcdefABCDEFxX,")
+TABLE_SHARE = 0.75  # code files are 0.25-0.45 of these bytes; C arrays of numbers 0.8-1.0
+
+
+def looks_like_table(data: bytes) -> bool:
+    """Mostly digits, hex and commas (a C array of numbers, a palette): data tables teach a
+    text prior nothing and cost it capacity."""
+    chars = data.translate(None, b" \t\r\n")
+    if not chars:
+        return False
+    return sum(chars.count(b) for b in TABLE_BYTES) > TABLE_SHARE * len(chars)
+
+
 def split_of(source: str, name: str) -> str:
     """Deterministic split from the name (not the content), so edits keep a file's side."""
     h = int.from_bytes(hashlib.sha256(f"{source}/{name}".encode()).digest()[:4], "little")

@@ -16,9 +16,13 @@ _READ, _WRITE = "r", "w"
 class _DecodingReader(io.RawIOBase):
     """Raw reader of the data of every member in a binary file (used under a BufferedReader)."""
 
-    def __init__(self, fp: BinaryIO):
-        self._pieces = api.decompress_chunks(api.read_chunks(fp))
+    def __init__(self, fp: BinaryIO, prior: api.PriorSource | None, threads: int):
+        self._pieces = api.decoded_pieces(fp, prior=prior, threads=threads)
         self._left = b""
+
+    def close(self) -> None:
+        self._pieces.close()  # stops the workers of a threaded read
+        super().close()
 
     def readable(self) -> bool:
         return True
@@ -40,19 +44,25 @@ class RwkvzipFile(io.BufferedIOBase):
 
     `filename` is a path or a binary file object. Modes: "r"/"rb" read; "w"/"wb" write,
     "x"/"xb" create, "a"/"ab" append (a new member: reading gives the concatenated data).
-    `level` (1 ... 9) or `recipe` choose how data is compressed when writing.
+    `level` (1 ... 9) or `recipe` choose how data is compressed when writing, `block_size`
+    the blocks of a threaded write; `prior` and `threads` apply as in api.compress and
+    api.decompress.
     """
 
     def __init__(self, filename: str | bytes | os.PathLike | BinaryIO, mode: str = "r",
-                 level: int | None = None, *, recipe: Recipe | None = None):
+                 level: int | None = None, *, recipe: Recipe | None = None,
+                 prior: api.PriorSource | None = None, threads: int = 1,
+                 block_size: int | None = None):
         self._fp: BinaryIO | None = None
         if mode not in ("r", "rb", "w", "wb", "x", "xb", "a", "ab"):
             raise ValueError(f"invalid mode: {mode!r}")
         self._mode = _READ if mode[0] == "r" else _WRITE
-        if self._mode == _READ and (level is not None or recipe is not None):
-            raise ValueError("level and recipe only apply when writing")
+        if self._mode == _READ and (level is not None or recipe is not None
+                                    or block_size is not None):
+            raise ValueError("level, recipe and block_size only apply when writing")
         if self._mode == _WRITE:  # a bad level or recipe fails before a file is touched
-            self._compressor = api.Compressor(level, recipe=recipe)
+            self._compressor = api.Compressor(level, recipe=recipe, prior=prior,
+                                              threads=threads, block_size=block_size)
         if isinstance(filename, (str, bytes, os.PathLike)):
             self._fp = builtins.open(filename, mode[0] + "b")  # noqa: SIM115 - see close()
             self._close_fp = True
@@ -63,7 +73,7 @@ class RwkvzipFile(io.BufferedIOBase):
             raise TypeError("filename must be a str, bytes, os.PathLike or file object")
         self._pos = 0
         if self._mode == _READ:
-            self._buffer = io.BufferedReader(_DecodingReader(self._fp))
+            self._buffer = io.BufferedReader(_DecodingReader(self._fp, prior, threads))
 
     def _check(self, mode: str) -> None:
         if self.closed:
@@ -82,6 +92,8 @@ class RwkvzipFile(io.BufferedIOBase):
         try:
             if self._mode == _WRITE:
                 self._fp.write(self._compressor.flush())
+            else:
+                self._buffer.close()
         finally:
             try:
                 if self._close_fp:
@@ -147,15 +159,19 @@ class RwkvzipFile(io.BufferedIOBase):
 
 def open(filename: str | bytes | os.PathLike | BinaryIO, mode: str = "rb",
          level: int | None = None, *, recipe: Recipe | None = None,
-         encoding: str | None = None, errors: str | None = None,
-         newline: str | None = None) -> RwkvzipFile | io.TextIOWrapper:
+         prior: api.PriorSource | None = None, threads: int = 1,
+         block_size: int | None = None, encoding: str | None = None,
+         errors: str | None = None, newline: str | None = None
+         ) -> RwkvzipFile | io.TextIOWrapper:
     """Open an rwkvzip file in binary ("rb", "wb", "xb", "ab") or text ("rt", "wt", "xt",
     "at") mode, like gzip.open; text mode wraps the file in an io.TextIOWrapper."""
+    options = {"recipe": recipe, "prior": prior, "threads": threads,
+               "block_size": block_size}
     if "t" in mode:
         if "b" in mode:
             raise ValueError(f"invalid mode: {mode!r}")
-        binary = RwkvzipFile(filename, mode.replace("t", ""), level, recipe=recipe)
+        binary = RwkvzipFile(filename, mode.replace("t", ""), level, **options)
         return io.TextIOWrapper(binary, encoding, errors, newline)
     if encoding is not None or errors is not None or newline is not None:
         raise ValueError("encoding, errors and newline only apply in text mode")
-    return RwkvzipFile(filename, mode, level, recipe=recipe)
+    return RwkvzipFile(filename, mode, level, **options)

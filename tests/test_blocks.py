@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import rwkvzip
 from rwkvzip import FormatError, api, blocks
 from rwkvzip.container import MAX_FRAME
 from rwkvzip.recipe import level_recipe
@@ -175,3 +176,16 @@ def test_threads_script_measures_and_checks(tmp_path, data):
     assert [r["after_kib"] for r in t2["restarts"]] == [64, 128]  # two restarts, measured
     assert all(r["extra"]["block"] > 0 for r in t2["restarts"])  # fresh models relearn
     assert "| 2 | 64 KiB |" in (tmp_path / "threads-sample-1.md").read_text()
+
+
+def test_open_writes_and_reads_blocks_with_threads(tmp_path, data):
+    path = tmp_path / "t.rwkz"
+    with rwkvzip.open(path, "wb", recipe=SMALL, threads=2, block_size=BLOCK) as f:
+        f.write(data)
+    assert path.read_bytes() == api.compress(data, recipe=SMALL, block_size=BLOCK)
+    with rwkvzip.open(path, threads=2) as f:
+        assert f.read() == data
+    with rwkvzip.open(path, threads=2) as f:  # closed early: the workers stop
+        assert f.read(10) == data[:10]
+    with pytest.raises(ValueError, match="writing"):
+        rwkvzip.open(path, "rb", block_size=BLOCK)

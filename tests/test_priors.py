@@ -207,3 +207,14 @@ def test_default_level_roundtrip_needs_no_flag(tmp_path):
     assert rwkvzip.decompress(blob) == TEXT
     assert len(blob) < len(rwkvzip.compress(TEXT, recipe=replace(level_recipe(DEFAULT_LEVEL),
                                                                   prior="")))
+
+
+def test_open_with_a_prior(tmp_path, prior_file):
+    path = tmp_path / "p.rwkz"
+    with rwkvzip.open(path, "wb", recipe=small_recipe(), prior=prior_file) as f:
+        f.write(TEXT)
+    assert path.read_bytes() == rwkvzip.compress(TEXT, recipe=small_recipe(), prior=prior_file)
+    with rwkvzip.open(path, prior=prior_file) as f:
+        assert f.read() == TEXT
+    with rwkvzip.open(path) as f, pytest.raises(priors.PriorError, match="needs the prior"):
+        f.read()

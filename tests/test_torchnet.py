@@ -1,0 +1,128 @@
+"""The batched PyTorch trainer (scripts/torchnet.py): its recurrences against their
+autograd reference, its forward against the numba kernels, and pretrain.py's torch path
+(train, resume, export with the numba check) on a tiny corpus."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_prior_scripts import GDN_TINY, tiny_corpus  # noqa: E402
+
+from rwkvzip import corpus, priors, training  # noqa: E402
+from rwkvzip.recipe import Recipe  # noqa: E402
+
+from conftest import load_script  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tn():
+    """Imported under its own name, as pretrain.py imports it: numba's on-disk cache of its
+    kernels names the module."""
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import torchnet
+
+    return torchnet
+
+
+def _inputs(shapes, positive):
+    gen = torch.Generator().manual_seed(0)
+    return [(torch.rand(s, generator=gen) if pos else torch.randn(s, generator=gen) * 0.5)
+            .requires_grad_() for s, pos in zip(shapes, positive, strict=True)]
+
+
+def _value_and_grads(f, ins):
+    out, last = f(*ins)
+    weights = torch.arange(out.numel(), dtype=torch.float32).reshape(out.shape).sin()
+    loss = (out * weights).sum() + last.cos().sum()
+    return [out.detach(), last.detach(), *torch.autograd.grad(loss, ins)]
+
+
+@pytest.mark.parametrize("kind", ["delta", "wkv"])
+def test_numba_recurrences_match_autograd(tn, kind):
+    B, T, H, dk, dv = 3, 7, 2, 5, 4
+    if kind == "delta":
+        shapes = [(B, T, H, dk), (B, T, H, dk), (B, T, H, dv), (B, T, H), (B, T, H),
+                  (B, H, dk, dv)]
+        fast, ref, pos = tn.DeltaRule.apply, tn.delta_rule_loop, [0, 0, 0, 1, 1, 0]
+    else:
+        shapes = [(B, T, H, 6)] * 6 + [(B, H, 6, 6)]
+        fast, ref, pos = tn.Wkv.apply, tn.wkv_loop, [1, 0, 0, 0, 1, 0, 0]
+    ins = _inputs(shapes, pos)
+    for a, b in zip(_value_and_grads(fast, ins), _value_and_grads(ref, ins), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def _documents(n: int, size: int) -> list[corpus.Document]:
+    rng = np.random.default_rng(3)
+    words = [b"prior ", b"delta ", b"rule ", b"state\n", b"x = f(y)\n", b"0123 "]
+    return [corpus.Document("s", f"d{i}", b"".join(words[int(k)] for k in
+                                                   rng.integers(0, len(words), size)), "val")
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("arch,cfg", [("gdn", {"hidden": 16, "layers": 2, "key_heads": 1,
+                                                "value_heads": 2, "key_dim": 8,
+                                                "value_dim": 8, "mlp": 32}),
+                                       ("rwkv7", {"hidden": 64, "layers": 2, "ffn": 64})])
+def test_torch_forward_matches_numba(tn, arch, cfg):
+    """Weights far from the initialisation (so the predictions are not near uniform),
+    documents of different lengths, windows shorter than the documents (state carried)."""
+    from rwkvzip.recipe import ARCHS
+
+    recipe = Recipe(arch=arch, model=ARCHS[arch][0](**cfg))
+    model = recipe.build_model()
+    W = model.init_params(5)
+    W += np.random.default_rng(2).normal(0, 0.15, W.shape).astype(np.float32)
+    docs = _documents(3, 60)[:2] + _documents(1, 25)
+    numba_bpb = training.evaluate(recipe, W, docs)
+    torch_bpb = tn.evaluate(tn.make_net(model, W), docs, batch=2, window=48)["all"]
+    assert abs(numba_bpb - 8.0) > 0.1  # far from the uniform prediction
+    assert abs(torch_bpb - numba_bpb) < 2e-4 * numba_bpb
+    assert np.array_equal(tn.make_net(model, W).flat(), W)
+
+
+def test_lanes_read_documents_whole_and_in_order(tn):
+    docs = [bytes([i]) * n for i, n in enumerate([5, 12, 3, 9], start=1)]
+    lanes = tn.Lanes(docs, lambda e: np.arange(len(docs)), batch=1, window=4)
+    seen, starts = b"", []
+    for w in range(2 + 3 + 1 + 3):  # windows of 4 per document
+        inp, tgt, mask, fresh = lanes.window()
+        n = int(mask.sum())
+        seen += bytes(tgt[0, :n].astype(np.uint8))
+        assert mask[0, :n].all() and not mask[0, n:].any()
+        assert bytes(inp[0, 1:n].astype(np.uint8)) == bytes(tgt[0, :n - 1].astype(np.uint8))
+        if fresh[0]:
+            starts.append(w)
+            assert inp[0, 0] == 0  # a document starts from byte 0, as a file does
+    assert seen == b"".join(docs) and starts == [0, 2, 5, 6] and lanes.epoch == 0
+    lanes.window()
+    assert lanes.epoch == 1  # the next window starts the next epoch
+
+
+def test_pretrain_torch_trains_resumes_and_exports(tmp_path, capsys):
+    pretrain = load_script("pretrain")
+    man = tiny_corpus(tmp_path / "corpus")
+    work = tmp_path / "work"
+    args = ["--corpus", str(tmp_path / "corpus"), "--name", "t", "--work", str(work)]
+    train = ["train", *args, "--trainer", "torch", "--batch", "4", "--window", "32"]
+    pretrain.main([*train, "--arch", "gdn", "--set", GDN_TINY, "--time", "4"])
+    first = json.loads((work / "t.json").read_text())
+    assert first["trainer"] == "torch" and first["manifest"] == man["digest"]
+    pretrain.main([*train, "--time", "8"])  # resumes with its own recipe
+    info = json.loads((work / "t.json").read_text())
+    assert "resumed at" in capsys.readouterr().out and info["steps"] > first["steps"]
+    assert info["val_bpb"]["all"] < 8.0
+    out = tmp_path / "t.safetensors"
+    pretrain.main(["export", *args, "-o", str(out)])
+    p = priors.load_prior(out)
+    assert p.training["trainer"]["tool"] == "torch"
+    assert p.metadata[priors.KEY_MANIFEST] == man["digest"]
+    assert "reproduce" not in capsys.readouterr().out
