@@ -47,3 +47,56 @@ def test_log_positive_array_is_log64_bit_for_bit():
     log_positive_array(out, np.empty_like(out))
     want = np.array([log64(v) for v in x])
     assert np.array_equal(out, want)
+
+
+def test_vector_forms_are_the_scalar_functions_bit_for_bit():
+    """exp_into, silu_vector and sigmoid_vector (the forward's vector passes) give exactly
+    exp64's, silu64's and sigmoid64's bits, over the whole float32 range and the clamps."""
+    from rwkvzip.kernels import mathf
+
+    rng = np.random.default_rng(6)
+    x32 = np.concatenate([rng.normal(0, 30, 20000), rng.uniform(-120, 100, 20000),
+                          [mathf.EXP_MIN, mathf.EXP_MAX, 0.0, -0.0, 1e-30, -1e-30, 88.5,
+                           -103.00001, -200.0, 200.0]]).astype(np.float32)
+    x = x32.astype(np.float64)
+    out = np.empty_like(x)
+    mathf.exp_into(x, out, np.empty(len(x), dtype=np.int64))
+    assert np.array_equal(out, np.array([mathf.exp64(v) for v in x]))
+    for vector, scalar in ((mathf.silu_vector, mathf.silu64),
+                           (mathf.sigmoid_vector, mathf.sigmoid64)):
+        got = np.empty_like(x32)
+        vector(x32, got)
+        assert np.array_equal(got, np.array([scalar(v) for v in x32], dtype=np.float32))
+
+
+def test_softmax_is_the_scalar_formula_bit_for_bit():
+    """The vectorised softmax gives the bits of the loop it replaced (contract 1)."""
+    from rwkvzip.kernels.jit import jit
+    from rwkvzip.kernels.linalg import softmax_with_floor
+    from rwkvzip.kernels.mathf import exp64
+
+    @jit(cache=False)
+    def scalar_softmax(logits, floor, q, p):
+        n = logits.shape[0]
+        m = logits[0]
+        for i in range(1, n):
+            if logits[i] > m:
+                m = logits[i]
+        total = 0.0
+        for i in range(n):
+            e = exp64(logits[i] - m)
+            q[i] = e if e >= 1e-30 else 0.0
+            total += q[i]
+        inv = 1.0 / total
+        keep = 1.0 - n * floor
+        for i in range(n):
+            q[i] = q[i] * inv
+            p[i] = keep * q[i] + floor
+
+    rng = np.random.default_rng(7)
+    for scale in (0.1, 3.0, 30.0, 300.0):
+        logits = (rng.normal(0, scale, 256)).astype(np.float32)
+        got = [np.empty(256, dtype=np.float32) for _ in range(4)]
+        softmax_with_floor(logits, 2.0**-20, got[0], got[1])
+        scalar_softmax(logits, 2.0**-20, got[2], got[3])
+        assert np.array_equal(got[0], got[2]) and np.array_equal(got[1], got[3])

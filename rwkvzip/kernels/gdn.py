@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from rwkvzip.kernels.common import (
     D_C,
     D_L,
@@ -35,7 +37,7 @@ from rwkvzip.kernels.common import (
 )
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.linalg import l2_normalize, matvec, rms_norm
-from rwkvzip.kernels.mathf import exp64, sigmoid64, silu64, softplus64
+from rwkvzip.kernels.mathf import exp64, sigmoid64, silu_vector, softplus64
 
 # ---- index table I: GDN dims (after the common ones) ------------------------------------
 D_HK, D_HV, D_DK, D_DV, D_KC, D_F = range(4, 10)
@@ -160,6 +162,7 @@ def forward_step(token, W, state, tr, I, floor):
     VD = Hv * dv
     QKV = 2 * KD + VD
     scale = 1.0 / math.sqrt(dk)
+    act64 = np.empty(F, dtype=np.float64)
     embed(token, W, I, tslice(tr, I, 0, S_X_IN, C))
 
     for l in range(L):
@@ -189,8 +192,7 @@ def forward_step(token, W, state, tr, I, floor):
         cpre = tslice(tr, I, l, S_CPRE, QKV)
         c = tslice(tr, I, l, S_C, QKV)
         conv_step(mem, lparam(W, I, l, L_CONV, Kc * QKV), qkv, Kc, QKV, cpre)
-        for i in range(QKV):
-            c[i] = silu64(cpre[i])
+        silu_vector(cpre, c)
         qn = tslice(tr, I, l, S_QN, KD)
         kn = tslice(tr, I, l, S_KN, KD)
         l2_normalize(c[0:KD], Hk, dk, L2_MIN_NORM, qn)
@@ -209,8 +211,8 @@ def forward_step(token, W, state, tr, I, floor):
         gn_w = lparam(W, I, l, L_GNORM, dv)
         for h in range(Hv):
             rms_norm(o[h * dv:(h + 1) * dv], gn_w, RMS_EPS, dv, on[h * dv:(h + 1) * dv])
+        silu_vector(z, zs)
         for i in range(VD):
-            zs[i] = silu64(z[i])
             y[i] = on[i] * zs[i]
         xmid = tslice(tr, I, l, S_XMID, C)
         matvec(lparam(W, I, l, L_OUT, VD * C), y, VD, C, xmid)
@@ -225,8 +227,9 @@ def forward_step(token, W, state, tr, I, floor):
         act = tslice(tr, I, l, S_ACT, F)
         matvec(lparam(W, I, l, L_GATE, C * F), hn, C, F, gp)
         matvec(lparam(W, I, l, L_UP, C * F), hn, C, F, up)
+        silu_vector(gp, act64)  # float64, as silu64(gp[f]) * up[f] rounds once
         for f in range(F):
-            act[f] = silu64(gp[f]) * up[f]
+            act[f] = act64[f] * up[f]
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
         matvec(lparam(W, I, l, L_DOWN, F * C), act, F, C, xout)

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import exp64, sigmoid64
+from rwkvzip.kernels.mathf import exp_into, sigmoid64
 
 
 @jit
@@ -79,16 +81,24 @@ def softmax_with_floor(logits, floor, q, p):
     """q = softmax(logits); p = (1 - n*floor) * q + floor, the distribution that is coded.
 
     Every entry of p is finite and at least `floor`, so the range coder can code any byte.
+    The exponentials run as one vector pass (mathf.exp_into, bit for bit exp64); only the
+    max and the sum are sequential, in index order.
     """
     n = logits.shape[0]
     m = logits[0]
     for i in range(1, n):
         if logits[i] > m:
             m = logits[i]
+    d = np.empty((2, n), dtype=np.float64)
+    bits = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        d[0, i] = logits[i] - m  # a float32 difference, as exp64(logits[i] - m) took it
+    e = d[1]
+    exp_into(d[0], e, bits)
+    for i in range(n):
+        q[i] = e[i] if e[i] >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
     total = 0.0
     for i in range(n):
-        e = exp64(logits[i] - m)
-        q[i] = e if e >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
         total += q[i]
     inv = 1.0 / total
     keep = 1.0 - n * floor

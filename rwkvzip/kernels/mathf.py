@@ -51,6 +51,68 @@ def exp64(x: float) -> float:
     return p * POW2[int(n) + POW2_BIAS]
 
 
+EXP_ONE_BITS = 1023 << 52  # the bits of 1.0: adding n << 52 gives 2**n for normal n
+
+
+@jit
+def exp_into(x, out, bits):
+    """out[i] = exp64(x[i]) bit for bit, for float64 x; out must not be x (in place, LLVM's
+    overlap check sends the loop down its scalar path) and `bits` is int64 scratch of the
+    same length. No branch and no table lookup: the range clamps are selects and 2**n is
+    built from its bits (exact for the n that EXP_MIN..EXP_MAX give), so the loops
+    vectorise (256 exponentials: 5.3 -> 1.9 us)."""
+    for i in range(x.shape[0]):
+        n = math.floor(max(min(x[i], EXP_MAX), EXP_MIN) * LOG2E + 0.5)
+        bits[i] = EXP_ONE_BITS + (int(n) << 52)
+    scale = bits.view(np.float64)
+    for i in range(x.shape[0]):
+        xi = min(x[i], EXP_MAX)
+        zero = xi < EXP_MIN
+        xi = max(xi, EXP_MIN)
+        n = math.floor(xi * LOG2E + 0.5)
+        r = (xi - n * LN2_HI) - n * LN2_LO
+        p = 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        p = p * r + 1.0
+        out[i] = 0.0 if zero else p * scale[i]
+
+
+@jit
+def silu_vector(x, out):
+    """out[i] = silu64(x[i]) bit for bit for a float32 x (out may be x)."""
+    n = x.shape[0]
+    e = np.empty((2, n), dtype=np.float64)
+    bits = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        e[0, i] = -x[i]
+    exp_into(e[0], e[1], bits)
+    for i in range(n):
+        out[i] = x[i] * (1.0 / (1.0 + e[1, i]))
+
+
+@jit
+def sigmoid_vector(x, out):
+    """out[i] = sigmoid64(x[i]) bit for bit for a float32 x (out may be x)."""
+    n = x.shape[0]
+    e = np.empty((2, n), dtype=np.float64)
+    bits = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        e[0, i] = -x[i]
+    exp_into(e[0], e[1], bits)
+    for i in range(n):
+        out[i] = 1.0 / (1.0 + e[1, i])
+
+
 @jit
 def log64(x: float) -> float:
     """Natural log of a positive finite x, relative error < 1e-15."""

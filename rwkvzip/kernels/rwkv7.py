@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from rwkvzip.kernels.common import (
     D_C,
     D_L,
@@ -28,7 +30,7 @@ from rwkvzip.kernels.common import (
 )
 from rwkvzip.kernels.jit import jit
 from rwkvzip.kernels.linalg import group_norm, l2_normalize, layer_norm, matvec
-from rwkvzip.kernels.mathf import exp64, sigmoid64, tanh64
+from rwkvzip.kernels.mathf import exp_into, sigmoid_vector, tanh64
 
 # ---- index table I: RWKV-7 dims (after the common ones) ----------------------------------
 D_H, D_N, D_I, D_DW, D_DA, D_DV, D_DG = range(4, 11)
@@ -84,6 +86,8 @@ def forward_step(token, W, state, tr, I, floor):
     Dv = I[D_DV]
     Dg = I[D_DG]
     vfirst = gslice(tr, I, T_VFIRST, C)
+    e64 = np.empty((2, C), dtype=np.float64)  # scratch of the vector transcendentals
+    bits = np.empty(C, dtype=np.int64)
     embed(token, W, I, tslice(tr, I, 0, S_X_IN, C))
 
     for l in range(L):
@@ -143,8 +147,13 @@ def forward_step(token, W, state, tr, I, floor):
         matvec(lparam(W, I, l, L_W2, Dw * C), wh, Dw, C, wsig)
         w0 = lparam(W, I, l, L_W0, C)
         for c in range(C):
-            wsig[c] = sigmoid64(wsig[c] + w0[c])
-            wdec[c] = exp64(-wsig[c] * INV_SQRT_E)
+            wsig[c] = wsig[c] + w0[c]
+        sigmoid_vector(wsig, wsig)
+        for c in range(C):
+            e64[0, c] = -wsig[c] * INV_SQRT_E
+        exp_into(e64[0], e64[1], bits)
+        for c in range(C):
+            wdec[c] = e64[1, c]
 
         # in-context learning rate a = sigmoid(xa A1 A2 + a0)
         ah = tslice(tr, I, l, S_AH, Da)
@@ -153,14 +162,14 @@ def forward_step(token, W, state, tr, I, floor):
         matvec(lparam(W, I, l, L_A2, Da * C), ah, Da, C, a)
         a0 = lparam(W, I, l, L_A0, C)
         for c in range(C):
-            a[c] = sigmoid64(a[c] + a0[c])
+            a[c] = a[c] + a0[c]
+        sigmoid_vector(a, a)
 
         # output gate g = sigmoid(xg G1) G2
         gh = tslice(tr, I, l, S_GH, Dg)
         g = tslice(tr, I, l, S_G, C)
         matvec(lparam(W, I, l, L_G1, C * Dg), xg, C, Dg, gh)
-        for j in range(Dg):
-            gh[j] = sigmoid64(gh[j])
+        sigmoid_vector(gh, gh)
         matvec(lparam(W, I, l, L_G2, Dg * C), gh, Dg, C, g)
 
         # value residual: layer 0 publishes v, later layers mix it in
@@ -176,7 +185,9 @@ def forward_step(token, W, state, tr, I, floor):
             matvec(lparam(W, I, l, L_V2, Dv * C), vh, Dv, C, nu)
             v0 = lparam(W, I, l, L_V0, C)
             for c in range(C):
-                nu[c] = sigmoid64(nu[c] + v0[c])
+                nu[c] = nu[c] + v0[c]
+            sigmoid_vector(nu, nu)
+            for c in range(C):
                 v[c] = vpre[c] + (vfirst[c] - vpre[c]) * nu[c]
 
         # removal key kk = normalize(k * k_k); replacement key k * (1 + (a - 1) k_a)

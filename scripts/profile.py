@@ -1,0 +1,456 @@
+"""Where a byte's time goes: µs per byte of each part of the network, its training, the
+context models and mixer, and the decoder's own overhead, beside each part's FLOP floor.
+
+    python scripts/profile.py [--configs gdn:32x1,rwkv7:64x1,rwkv7:128x2] [--bytes N]
+        [--json OUT] [--md OUT]
+
+Network parts are timed by running the forward's own kernels (rwkvzip/kernels/) on the
+model's own arrays, part by part, in numba loops (no Python in the timing); they add up to
+about the whole forward, which is timed as well. The floor of a part is its multiply-adds
+(2 FLOP each) at the rate the fixed-order matrix-vector kernel reaches on a matrix that
+stays in cache (measured here, `peak`); elementwise work (transcendentals, norms) counts
+one FLOP an element, so its floor is small and its ratio shows how far the scalar code is
+from the machine. The level rows run the real codec (Predictor) on FILE (the first N bytes
+of alice29.txt by default): the context models and mixer alone (`net=0`), the frozen
+network mixed in (the default level), TBPTT(8) training (`-7`'s recipe without mixing),
+and decoding against the encoder's kernel time (the rest is the Python loop, dispatch and
+constriction).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from rwkvzip import priors
+from rwkvzip.codec import Predictor
+from rwkvzip.kernels import common as KC  # noqa: N812
+from rwkvzip.kernels import gdn as KG  # noqa: N812
+from rwkvzip.kernels import rwkv7 as KR  # noqa: N812
+from rwkvzip.kernels.jit import jit
+from rwkvzip.kernels.linalg import (
+    group_norm,
+    l2_normalize,
+    layer_norm,
+    matvec,
+    rms_norm,
+    softmax_with_floor,
+)
+from rwkvzip.kernels.mathf import (
+    exp64,
+    exp_into,
+    sigmoid64,
+    sigmoid_vector,
+    silu_vector,
+    softplus64,
+    tanh64,
+)
+from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe, level_recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FILE = ROOT.parent / "shared" / "corpus" / "canterbury" / "alice29.txt"
+CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
+                                "key_dim": 16, "value_dim": 16, "mlp": 128}),
+           "gdn:128x2": ("gdn", {"hidden": 128, "layers": 2}),
+           "rwkv7:64x1": ("rwkv7", {"hidden": 64, "layers": 1, "ffn": 512}),
+           "rwkv7:128x2": ("rwkv7", {"hidden": 128, "layers": 2})}
+
+
+# ---------------------------------------------------------------- timing loops (numba)
+
+
+@jit
+def loop_forward(arch, data, W, state, tr, I, floor):
+    for t in range(data.shape[0]):
+        if arch == 0:
+            KR.forward_step(data[t], W, state, tr, I, floor)
+        else:
+            KG.forward_step(data[t], W, state, tr, I, floor)
+
+
+@jit
+def loop_matvec(M, x, n_in, n_out, y, n):
+    for _ in range(n):
+        matvec(M, x, n_in, n_out, y)
+
+
+@jit
+def loop_head(W, tr, I, floor, n):
+    for _ in range(n):
+        KC.head_forward(W, tr, I, floor)
+
+
+@jit
+def rwkv7_part(part, W, state, tr, I, n):
+    """One part of kernels/rwkv7.forward_step, every layer, n times."""
+    C = I[KC.D_C]
+    H = I[KR.D_H]
+    N = I[KR.D_N]
+    FF = I[KR.D_I]
+    Dw = I[KR.D_DW]
+    Da = I[KR.D_DA]
+    Dv = I[KR.D_DV]
+    Dg = I[KR.D_DG]
+    e64 = np.empty((2, C), dtype=np.float64)
+    bits = np.empty(C, dtype=np.int64)
+    for _ in range(n):
+        for l in range(I[KC.D_L]):
+            att_prev, ffn_prev, wkv = KR.layer_state(state, I, l)
+            x0 = KC.tslice(tr, I, l, KR.S_X0, C)
+            xa = KC.tslice(tr, I, l, KR.S_XA, C)
+            if part == 0:  # norms: layer 0's pre-norm, attention and FFN norms, WKV group norm
+                if l == 0:
+                    layer_norm(KC.tslice(tr, I, l, KR.S_X_IN, C),
+                               KC.lparam(W, I, l, KR.L_PRE_W, C),
+                               KC.lparam(W, I, l, KR.L_PRE_B, C), KC.LAYER_NORM_EPS, C, x0)
+                layer_norm(x0, KC.lparam(W, I, l, KR.L_ATT_W, C),
+                           KC.lparam(W, I, l, KR.L_ATT_B, C), KC.LAYER_NORM_EPS, C, xa)
+                layer_norm(KC.tslice(tr, I, l, KR.S_XMID, C), KC.lparam(W, I, l, KR.L_FFN_W, C),
+                           KC.lparam(W, I, l, KR.L_FFN_B, C), KC.LAYER_NORM_EPS, C,
+                           KC.tslice(tr, I, l, KR.S_FN, C))
+                group_norm(KC.tslice(tr, I, l, KR.S_YWKV, C), KC.lparam(W, I, l, KR.L_GN_W, C),
+                           KC.lparam(W, I, l, KR.L_GN_B, C), KR.GROUP_NORM_EPS, H, N,
+                           KC.tslice(tr, I, l, KR.S_YGN, C))
+            elif part == 1:  # token shift and the six mixes
+                for slot, dst in ((KR.L_X_R, KR.S_XR), (KR.L_X_W, KR.S_XW),
+                                  (KR.L_X_K, KR.S_XK), (KR.L_X_V, KR.S_XV),
+                                  (KR.L_X_A, KR.S_XAA), (KR.L_X_G, KR.S_XG)):
+                    m = KC.lparam(W, I, l, slot, C)
+                    out = KC.tslice(tr, I, l, dst, C)
+                    for c in range(C):
+                        out[c] = xa[c] + (att_prev[c] - xa[c]) * m[c]
+            elif part == 2:  # projections r, k, v, o
+                for slot, src, dst in ((KR.L_WR, KR.S_XR, KR.S_R), (KR.L_WK, KR.S_XK, KR.S_KPRE),
+                                       (KR.L_WV, KR.S_XV, KR.S_VPRE),
+                                       (KR.L_WO, KR.S_YGATE, KR.S_ATTOUT)):
+                    matvec(KC.lparam(W, I, l, slot, C * C), KC.tslice(tr, I, l, src, C), C, C,
+                           KC.tslice(tr, I, l, dst, C))
+            elif part == 3:  # low-rank paths (decay, in-context rate, gate, value) with
+                # their tanh / sigmoid / exp
+                wh = KC.tslice(tr, I, l, KR.S_WH, Dw)
+                matvec(KC.lparam(W, I, l, KR.L_W1, C * Dw), KC.tslice(tr, I, l, KR.S_XW, C),
+                       C, Dw, wh)
+                for j in range(Dw):
+                    wh[j] = tanh64(wh[j])
+                wsig = KC.tslice(tr, I, l, KR.S_WSIG, C)
+                wdec = KC.tslice(tr, I, l, KR.S_WDEC, C)
+                matvec(KC.lparam(W, I, l, KR.L_W2, Dw * C), wh, Dw, C, wsig)
+                sigmoid_vector(wsig, wsig)
+                for c in range(C):
+                    e64[0, c] = -wsig[c] * KR.INV_SQRT_E
+                exp_into(e64[0], e64[1], bits)
+                for c in range(C):
+                    wdec[c] = e64[1, c]
+                ah = KC.tslice(tr, I, l, KR.S_AH, Da)
+                a = KC.tslice(tr, I, l, KR.S_A, C)
+                matvec(KC.lparam(W, I, l, KR.L_A1, C * Da), KC.tslice(tr, I, l, KR.S_XAA, C),
+                       C, Da, ah)
+                matvec(KC.lparam(W, I, l, KR.L_A2, Da * C), ah, Da, C, a)
+                sigmoid_vector(a, a)
+                gh = KC.tslice(tr, I, l, KR.S_GH, Dg)
+                matvec(KC.lparam(W, I, l, KR.L_G1, C * Dg), KC.tslice(tr, I, l, KR.S_XG, C),
+                       C, Dg, gh)
+                sigmoid_vector(gh, gh)
+                matvec(KC.lparam(W, I, l, KR.L_G2, Dg * C), gh, Dg, C,
+                       KC.tslice(tr, I, l, KR.S_G, C))
+                if l > 0:
+                    vh = KC.tslice(tr, I, l, KR.S_VH, Dv)
+                    nu = KC.tslice(tr, I, l, KR.S_NU, C)
+                    matvec(KC.lparam(W, I, l, KR.L_V1, C * Dv), KC.tslice(tr, I, l, KR.S_XV, C),
+                           C, Dv, vh)
+                    matvec(KC.lparam(W, I, l, KR.L_V2, Dv * C), vh, Dv, C, nu)
+                    sigmoid_vector(nu, nu)
+            elif part == 4:  # keys (normalised removal key) and WKV state update
+                l2_normalize(KC.tslice(tr, I, l, KR.S_KKPRE, C), H, N, KR.KK_MIN_NORM,
+                             KC.tslice(tr, I, l, KR.S_KK, C))
+                KR.wkv_step(wkv, KC.tslice(tr, I, l, KR.S_WDEC, C), KC.tslice(tr, I, l, KR.S_K, C),
+                            KC.tslice(tr, I, l, KR.S_V, C), KC.tslice(tr, I, l, KR.S_KK, C),
+                            KC.tslice(tr, I, l, KR.S_A, C), KC.tslice(tr, I, l, KR.S_R, C), H,
+                            N, KC.tslice(tr, I, l, KR.S_YWKV, C))
+            else:  # FFN: key, relu^2, value
+                fpre = KC.tslice(tr, I, l, KR.S_FPRE, FF)
+                fk = KC.tslice(tr, I, l, KR.S_FK, FF)
+                matvec(KC.lparam(W, I, l, KR.L_F_KEY, C * FF), KC.tslice(tr, I, l, KR.S_FXK, C),
+                       C, FF, fpre)
+                for j in range(FF):
+                    z = fpre[j] if fpre[j] > 0.0 else 0.0
+                    fk[j] = z * z
+                matvec(KC.lparam(W, I, l, KR.L_F_VAL, FF * C), fk, FF, C,
+                       KC.tslice(tr, I, l, KR.S_FOUT, C))
+
+
+@jit
+def gdn_part(part, W, state, tr, I, n):
+    """One part of kernels/gdn.forward_step, every layer, n times."""
+    C = I[KC.D_C]
+    Hk = I[KG.D_HK]
+    Hv = I[KG.D_HV]
+    dk = I[KG.D_DK]
+    dv = I[KG.D_DV]
+    Kc = I[KG.D_KC]
+    F = I[KG.D_F]
+    KD = Hk * dk
+    VD = Hv * dv
+    QKV = 2 * KD + VD
+    act64 = np.empty(F, dtype=np.float64)
+    for _ in range(n):
+        for l in range(I[KC.D_L]):
+            mem, S = KG.layer_state(state, I, l)
+            xn = KC.tslice(tr, I, l, KG.S_XN, C)
+            if part == 0:  # norms: input, post-attention, the gated per-head norm
+                rms_norm(KC.tslice(tr, I, l, KG.S_X_IN, C), KC.lparam(W, I, l, KG.L_IN_NORM, C),
+                         KG.RMS_EPS, C, xn)
+                rms_norm(KC.tslice(tr, I, l, KG.S_XMID, C),
+                         KC.lparam(W, I, l, KG.L_POST_NORM, C), KG.RMS_EPS, C,
+                         KC.tslice(tr, I, l, KG.S_HN, C))
+                o = KC.tslice(tr, I, l, KG.S_O, VD)
+                on = KC.tslice(tr, I, l, KG.S_ON, VD)
+                for h in range(Hv):
+                    rms_norm(o[h * dv:(h + 1) * dv], KC.lparam(W, I, l, KG.L_GNORM, dv),
+                             KG.RMS_EPS, dv, on[h * dv:(h + 1) * dv])
+            elif part == 1:  # projections q|k|v, z, beta, a, out
+                matvec(KC.lparam(W, I, l, KG.L_QKV, C * QKV), xn, C, QKV,
+                       KC.tslice(tr, I, l, KG.S_QKV, QKV))
+                matvec(KC.lparam(W, I, l, KG.L_Z, C * VD), xn, C, VD,
+                       KC.tslice(tr, I, l, KG.S_Z, VD))
+                matvec(KC.lparam(W, I, l, KG.L_B, C * Hv), xn, C, Hv,
+                       KC.tslice(tr, I, l, KG.S_BETA, Hv))
+                matvec(KC.lparam(W, I, l, KG.L_A, C * Hv), xn, C, Hv,
+                       KC.tslice(tr, I, l, KG.S_APRE, Hv))
+                matvec(KC.lparam(W, I, l, KG.L_OUT, VD * C), KC.tslice(tr, I, l, KG.S_Y, VD),
+                       VD, C, KC.tslice(tr, I, l, KG.S_XMID, C))
+            elif part == 2:  # gates (beta, decay) and the SiLUs of conv and z
+                beta = KC.tslice(tr, I, l, KG.S_BETA, Hv)
+                apre = KC.tslice(tr, I, l, KG.S_APRE, Hv)
+                g = KC.tslice(tr, I, l, KG.S_G, Hv)
+                a_log = KC.lparam(W, I, l, KG.L_A_LOG, Hv)
+                for h in range(Hv):
+                    beta[h] = sigmoid64(beta[h])
+                    g[h] = exp64(-exp64(a_log[h]) * softplus64(apre[h]))
+                silu_vector(KC.tslice(tr, I, l, KG.S_CPRE, QKV), KC.tslice(tr, I, l, KG.S_C, QKV))
+                silu_vector(KC.tslice(tr, I, l, KG.S_Z, VD), KC.tslice(tr, I, l, KG.S_ZS, VD))
+            elif part == 3:  # causal conv and the q, k normalisation
+                KG.conv_step(mem, KC.lparam(W, I, l, KG.L_CONV, Kc * QKV),
+                             KC.tslice(tr, I, l, KG.S_QKV, QKV), Kc, QKV,
+                             KC.tslice(tr, I, l, KG.S_CPRE, QKV))
+                c = KC.tslice(tr, I, l, KG.S_C, QKV)
+                l2_normalize(c[0:KD], Hk, dk, KG.L2_MIN_NORM, KC.tslice(tr, I, l, KG.S_QN, KD))
+                l2_normalize(c[KD:2 * KD], Hk, dk, KG.L2_MIN_NORM,
+                             KC.tslice(tr, I, l, KG.S_KN, KD))
+            elif part == 4:  # gated delta rule
+                c = KC.tslice(tr, I, l, KG.S_C, QKV)
+                KG.delta_rule_step(S, KC.tslice(tr, I, l, KG.S_QN, KD),
+                                   KC.tslice(tr, I, l, KG.S_KN, KD), c[2 * KD:QKV],
+                                   KC.tslice(tr, I, l, KG.S_BETA, Hv),
+                                   KC.tslice(tr, I, l, KG.S_G, Hv), Hk, Hv, dk, dv,
+                                   1.0 / math.sqrt(dk), KC.tslice(tr, I, l, KG.S_U, VD),
+                                   KC.tslice(tr, I, l, KG.S_DELTA, VD),
+                                   KC.tslice(tr, I, l, KG.S_O, VD))
+            else:  # SwiGLU MLP
+                hn = KC.tslice(tr, I, l, KG.S_HN, C)
+                gp = KC.tslice(tr, I, l, KG.S_GP, F)
+                up = KC.tslice(tr, I, l, KG.S_UP, F)
+                act = KC.tslice(tr, I, l, KG.S_ACT, F)
+                matvec(KC.lparam(W, I, l, KG.L_GATE, C * F), hn, C, F, gp)
+                matvec(KC.lparam(W, I, l, KG.L_UP, C * F), hn, C, F, up)
+                silu_vector(gp, act64)
+                for f in range(F):
+                    act[f] = act64[f] * up[f]
+                matvec(KC.lparam(W, I, l, KG.L_DOWN, F * C), act, F, C,
+                       KC.tslice(tr, I, l, KG.S_XMID, C))
+
+
+@jit
+def loop_softmax(logits, floor, q, p, n):
+    for _ in range(n):
+        softmax_with_floor(logits, floor, q, p)
+
+
+# ---------------------------------------------------------------- part tables
+
+RWKV7_PARTS = ["norms", "token shift and mixes", "projections r, k, v, o",
+               "low-rank paths (decay, a, gate, value) + tanh/sigmoid/exp",
+               "removal key + WKV state update", "FFN (key, relu², value)"]
+GDN_PARTS = ["norms (input, post, gated)", "projections q|k|v, z, b, a, out",
+             "gates + SiLU (transcendentals)", "causal conv + q, k L2 norm",
+             "gated delta rule", "SwiGLU MLP"]
+
+
+def part_flops(arch: str, cfg) -> list[tuple[int, int]]:
+    """(multiply-adds, elementwise ops) a byte of each part, in the part tables' order."""
+    L = cfg.layers
+    if arch == "rwkv7":
+        C, N, FF = cfg.hidden, 64, cfg.ffn
+        lora = C * (cfg.decay_rank * 2 + cfg.a_rank * 2 + cfg.g_rank * 2)
+        lora_v = C * cfg.v_rank * 2 * (L - 1)
+        return [(0, (3 * L + 1) * 5 * C), (0, L * 6 * 2 * C), (L * 4 * C * C, 0),
+                (L * lora + lora_v, L * 4 * C), (L * 3 * C * N, L * 3 * C),
+                (L * 2 * C * FF, L * FF)]
+    C, F = cfg.hidden, cfg.mlp
+    QKV, VD, KD = cfg.qkv_dim, cfg.value_total, cfg.key_total
+    S = cfg.value_heads * cfg.key_dim * cfg.value_dim
+    return [(0, L * (2 * C + VD) * 3), (L * C * (QKV + VD + 2 * cfg.value_heads + C), 0),
+            (0, L * (QKV + VD + 3 * cfg.value_heads) * 4), (L * QKV * cfg.conv_kernel,
+                                                              L * 2 * KD * 2),
+            (L * 3 * S, L * VD), (L * 3 * C * F, L * F * 4)]
+
+
+def timed(fn, *args, min_seconds: float = 0.3) -> float:
+    """Seconds per call of fn(*args, n) for the n that takes about min_seconds."""
+    fn(*args, 1)
+    n = 1
+    while True:
+        t = time.perf_counter()
+        fn(*args, n)
+        dt = time.perf_counter() - t
+        if dt >= min_seconds or n >= 1 << 24:
+            return dt / n
+        n *= max(2, int(min_seconds / max(dt, 1e-6)))
+
+
+def matvec_peak() -> float:
+    """GFLOP/s of the fixed-order matvec on a 256 x 256 matrix (it stays in cache)."""
+    n = 256
+    M = np.random.default_rng(0).random(n * n, dtype=np.float32)
+    x = np.ones(n, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    return 2 * n * n / timed(loop_matvec, M, x, n, n, y) / 1e9
+
+
+def profile_network(name: str, peak: float, data: np.ndarray) -> dict:
+    arch, cfg_kw = CONFIGS[name]
+    cfg = ARCHS[arch][0](**cfg_kw)
+    model = ARCHS[arch][1](cfg)
+    W = model.init_params(0)
+    state = np.zeros(model.state_size, dtype=np.float32)
+    tr = np.zeros(model.trace_size, dtype=np.float32)
+    I = model.index
+    loop_forward(model.arch_id, data[:16], W, state, tr, I, PROB_FLOOR)
+    t = time.perf_counter()
+    loop_forward(model.arch_id, data, W, state, tr, I, PROB_FLOOR)
+    forward_us = (time.perf_counter() - t) / len(data) * 1e6
+    kernel, labels = (rwkv7_part, RWKV7_PARTS) if arch == "rwkv7" else (gdn_part, GDN_PARTS)
+    rows = []
+    for k, (label, (macs, elems)) in enumerate(zip(labels, part_flops(arch, cfg),
+                                                   strict=True)):
+        us = timed(lambda n, k=k: kernel(k, W, state, tr, I, n)) * 1e6
+        rows.append(row(label, us, 2 * macs + elems, peak))
+    V, C = 256, cfg.hidden
+    us = timed(lambda n: loop_head(W, tr, I, PROB_FLOOR, n)) * 1e6
+    rows.append(row("output layer: norm, head matvec, softmax", us, 2 * C * V + 8 * V, peak))
+    logits = np.random.default_rng(1).normal(size=V).astype(np.float32)
+    q = np.zeros(V, dtype=np.float32)
+    p = np.zeros(V, dtype=np.float32)
+    us = timed(lambda n: loop_softmax(logits, PROB_FLOOR, q, p, n)) * 1e6
+    rows.append(row("  of which softmax (exp of 256)", us, 4 * V, peak))
+    total_flops = sum(2 * m + e for m, e in part_flops(arch, cfg)) + 2 * C * V + 8 * V
+    rows.append(row("whole forward step", forward_us, total_flops, peak))
+    return {"config": name, "parameters": model.layout.size, "rows": rows}
+
+
+def row(label: str, us: float, flops: int, peak: float) -> dict:
+    floor = flops / (peak * 1e3)
+    return {"part": label, "us": round(us, 3), "kflop": round(flops / 1e3, 1),
+            "floor_us": round(floor, 3), "x_floor": round(us / floor, 1) if floor else None}
+
+
+def per_byte(recipe: Recipe, data: bytes, decode: bool = False) -> float:
+    """µs a byte of the predictor over data (encode, or decode of what it encoded)."""
+    prior = priors.resolve(recipe)
+    weights = None if prior is None else prior.W
+
+    def predictor() -> Predictor:
+        return Predictor(recipe, weights)
+
+    predictor().encode_frame(data[:256])  # compiled before the clock
+    t = time.perf_counter()
+    payload = predictor().encode_frame(data)
+    enc = time.perf_counter() - t
+    if not decode:
+        return enc / len(data) * 1e6
+    t = time.perf_counter()
+    out = predictor().decode_frame(payload, len(data))
+    dec = time.perf_counter() - t
+    if out != data:
+        raise SystemExit("profile: decoding did not give the data back")
+    return dec / len(data) * 1e6
+
+
+def profile_levels(data: bytes) -> list[dict]:
+    """The codec's own per-byte costs at the default and -7 recipes."""
+    default, top = level_recipe(4), level_recipe(7)
+    cm = per_byte(replace(default, mix=replace(default.mix, network=False), prior=None), data)
+    mixed = per_byte(default, data)
+    mixed_dec = per_byte(default, data, decode=True)
+    alone = replace(top, mix=None)
+    frozen_top = per_byte(replace(alone, lr=0.0, bptt=0), data)
+    tbptt = per_byte(alone, data)
+    return [
+        {"part": "context models + mixer (default level, network off)", "us": round(cm, 2)},
+        {"part": "default level (frozen prior mixed in), encode", "us": round(mixed, 2)},
+        {"part": "network's share of the default (forward + its mixer input)",
+         "us": round(mixed - cm, 2)},
+        {"part": "default level, decode", "us": round(mixed_dec, 2)},
+        {"part": "decoder overhead (Python loop, dispatch, constriction)",
+         "us": round(mixed_dec - mixed, 2)},
+        {"part": f"-7's network alone, frozen ({top.arch} {top.model.hidden}x"
+                 f"{top.model.layers})", "us": round(frozen_top, 2)},
+        {"part": "-7's network alone, TBPTT(8) training", "us": round(tbptt, 2)},
+        {"part": "  TBPTT step / forward", "us": round(tbptt / frozen_top, 2)},
+    ]
+
+
+def markdown(report: dict) -> str:
+    out = [f"# Profile: µs a byte (`scripts/profile.py`, {report['machine']})", "",
+           f"matvec peak (fixed order, 256×256, in cache): {report['peak_gflops']:.1f} "
+           "GFLOP/s; floor = FLOP / peak.", ""]
+    for net in report["networks"]:
+        out += [f"## {net['config']} ({net['parameters']:,} parameters)", "",
+                "| part | µs / byte | kFLOP | floor µs | × floor |", "|---|---:|---:|---:|---:|"]
+        out += [f"| {r['part']} | {r['us']:.2f} | {r['kflop']:.1f} | {r['floor_us']:.2f} | "
+                f"{r['x_floor'] if r['x_floor'] is not None else '–'} |" for r in net["rows"]]
+        out.append("")
+    out += ["## The codec", "", f"On the first {report['bytes']:,} bytes of "
+            f"{report['file']}, one thread.", "", "| part | µs / byte |", "|---|---:|"]
+    out += [f"| {r['part']} | {r['us']:.2f} |" for r in report["levels"]]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file", nargs="?", default=str(DEFAULT_FILE))
+    ap.add_argument("--configs", default="gdn:32x1,rwkv7:64x1,gdn:128x2,rwkv7:128x2")
+    ap.add_argument("--bytes", type=int, default=60_000, help="bytes of FILE the codec runs")
+    ap.add_argument("--no-levels", action="store_true", help="only the network parts")
+    ap.add_argument("--json", help="write the report here")
+    ap.add_argument("--md", help="write the table here")
+    a = ap.parse_args(argv)
+    for name in a.configs.split(","):
+        if name not in CONFIGS:
+            ap.error(f"unknown config {name!r}; known: {', '.join(CONFIGS)}")
+    raw = Path(a.file).read_bytes()[:a.bytes]
+    data = np.frombuffer(raw, dtype=np.uint8).astype(np.int64)
+    import platform
+
+    peak = matvec_peak()
+    report = {"machine": platform.processor() or platform.machine(), "file": Path(a.file).name,
+              "bytes": len(raw), "peak_gflops": round(peak, 2),
+              "networks": [profile_network(n, peak, data[:20_000])
+                           for n in a.configs.split(",")],
+              "levels": [] if a.no_levels else profile_levels(raw)}
+    text = markdown(report)
+    print(text, end="")
+    if a.json:
+        Path(a.json).write_text(json.dumps(report, indent=1) + "\n")
+    if a.md:
+        Path(a.md).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
