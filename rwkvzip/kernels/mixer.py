@@ -34,7 +34,7 @@ from rwkvzip.kernels.context import (
     update_models,
 )
 from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import log64, log_positive_array, sigmoid64
+from rwkvzip.kernels.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
 
 # S slots of the mixer (after context.py's, before its per-model arrays)
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
@@ -228,6 +228,8 @@ def predict(q, CT, S, MX, ST, floor, P):
     pr[1] = 1.0
     wset = np.empty(256, dtype=np.int64)
     weight_sets(S, wset)
+    zf = np.empty(256, dtype=np.float64)  # each node's mixed logit, then its sigmoid
+    pf64 = np.empty(256, dtype=np.float64)
     two = S[S_SEL] > 1
     c1 = S[S_HIST] & 0xFF
     for n in range(1, 256):
@@ -247,9 +249,12 @@ def predict(q, CT, S, MX, ST, floor, P):
             z = MX[S[S_WF] + 2 * n] * z + MX[S[S_WF] + 2 * n + 1] * z2
             z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
         dot[n] = z
-        p = sigmoid64(z)
+        zf[n] = z  # float64: the float32 MX rounds
+    sigmoid_vector(zf[1:], pf64[1:])  # every node's sigmoid64 in one vector pass
+    for n in range(1, 256):
+        p = pf64[n]
         pm[n] = p
-        j, f = apm_point(z)
+        j, f = apm_point(zf[n])
         r1, r2 = apm_rows(S, n)
         a1 = MX[r1 + j] * (1.0 - f) + MX[r1 + j + 1] * f
         a2 = MX[r2 + j] * (1.0 - f) + MX[r2 + j + 1] * f
