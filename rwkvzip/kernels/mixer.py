@@ -211,6 +211,40 @@ def net_inputs(q, S, MX, X, col):
 
 
 @jit
+def node_dots(MX, X, base, rows, nin, out):
+    """out[n] = sum_c w_n[c] * X[n, c] for nodes 1..255, w_n the weight row rows[n] at
+    `base`; each sum in input order (float32 products, float64 sum), four nodes side by
+    side so their dependency chains overlap (same bits as one node at a time)."""
+    n = 1
+    while n + 3 < 256:
+        a0 = base + rows[n] * nin
+        a1 = base + rows[n + 1] * nin
+        a2 = base + rows[n + 2] * nin
+        a3 = base + rows[n + 3] * nin
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for c in range(nin):
+            s0 += MX[a0 + c] * X[n, c]
+            s1 += MX[a1 + c] * X[n + 1, c]
+            s2 += MX[a2 + c] * X[n + 2, c]
+            s3 += MX[a3 + c] * X[n + 3, c]
+        out[n] = s0
+        out[n + 1] = s1
+        out[n + 2] = s2
+        out[n + 3] = s3
+        n += 4
+    while n < 256:
+        a0 = base + rows[n] * nin
+        s0 = 0.0
+        for c in range(nin):
+            s0 += MX[a0 + c] * X[n, c]
+        out[n] = s0
+        n += 1
+
+
+@jit
 def predict(q, CT, S, MX, ST, floor, P):
     """Mix every tree node and write the coded distribution of the next byte into P."""
     nin = S[S_NIN]
@@ -232,18 +266,17 @@ def predict(q, CT, S, MX, ST, floor, P):
     pf64 = np.empty(256, dtype=np.float64)
     two = S[S_SEL] > 1
     c1 = S[S_HIST] & 0xFF
+    z1s = np.empty(256, dtype=np.float64)
+    node_dots(MX, X, S[S_W], wset, nin, z1s)
+    if two:  # a second mixer, weights by previous byte and node
+        z2s = np.empty(256, dtype=np.float64)
+        for n in range(256):
+            wset[n] = (c1 << 8) | n
+        node_dots(MX, X, S[S_W2], wset, nin, z2s)
     for n in range(1, 256):
-        w = MX[S[S_W] + wset[n] * nin:S[S_W] + (wset[n] + 1) * nin]
-        z = 0.0
-        for c in range(nin):
-            z += w[c] * X[n, c]
-        z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
-        if two:  # a second mixer, weights by previous byte and node; a final mixer of both
-            w2 = MX[S[S_W2] + ((c1 << 8) | n) * nin:S[S_W2] + (((c1 << 8) | n) + 1) * nin]
-            z2 = 0.0
-            for c in range(nin):
-                z2 += w2[c] * X[n, c]
-            z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
+        z = min(max(z1s[n], -MAX_LOGIT), MAX_LOGIT)
+        if two:  # ... and a final mixer of both
+            z2 = min(max(z2s[n], -MAX_LOGIT), MAX_LOGIT)
             MX[S[S_ZS] + 2 * n] = z
             MX[S[S_ZS] + 2 * n + 1] = z2
             z = MX[S[S_WF] + 2 * n] * z + MX[S[S_WF] + 2 * n + 1] * z2
