@@ -256,7 +256,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v3"
+DEFAULT_PRESET = "mix-v5"
 
 
 def default_recipe() -> Recipe:
@@ -264,11 +264,12 @@ def default_recipe() -> Recipe:
 
 
 # Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
-# Three tiers (tuned on the corpus, see models/README.md): count models alone; the context
-# models and mixers with a small shipped prior, frozen (the default); and with a larger
-# shipped prior that adapts online by TBPTT. The default level is the lowest one that names
-# the default card, so "no level" and it are the same recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, **{level: "mix-v3" for level in (4, 5, 6)},
+# Four tiers (tuned on the corpus, see models/README.md): count models alone; the context
+# models and mixers with a small shipped prior, frozen (the default); with a larger one,
+# frozen (-6); and with a larger one that adapts online by TBPTT (-7 ... -9). The default
+# level is the lowest one that names the default card, so "no level" and it are the same
+# recipe.
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v5", 5: "mix-v5", 6: "mix-v6",
           **{level: "mix-v4" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
