@@ -113,10 +113,10 @@ def test_pretrain_torch_trains_resumes_and_exports(tmp_path, capsys):
     work = tmp_path / "work"
     args = ["--corpus", str(tmp_path / "corpus"), "--name", "t", "--work", str(work)]
     train = ["train", *args, "--trainer", "torch", "--batch", "4", "--window", "32"]
-    pretrain.main([*train, "--arch", "gdn", "--set", GDN_TINY, "--time", "4"])
+    pretrain.main([*train, "--arch", "gdn", "--set", GDN_TINY, "--time", "2"])
     first = json.loads((work / "t.json").read_text())
     assert first["trainer"] == "torch" and first["manifest"] == man["digest"]
-    pretrain.main([*train, "--time", "8"])  # resumes with its own recipe
+    pretrain.main([*train, "--time", "4"])  # resumes with its own recipe
     info = json.loads((work / "t.json").read_text())
     assert "resumed at" in capsys.readouterr().out and info["steps"] > first["steps"]
     assert info["val_bpb"]["all"] < 8.0

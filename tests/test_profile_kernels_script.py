@@ -1,4 +1,4 @@
-"""Smoke test of scripts/profile.py: the network parts of a small GDN, with the table."""
+"""Smoke test of scripts/profile_kernels.py: the network parts of a small GDN, with the table."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from conftest import load_script
 
 
 def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
-    profile = load_script("profile")
+    """(Not named profile.py: on sys.path, that would shadow the standard library's
+    profile module, which cProfile and torch import.)"""
+    profile = load_script("profile_kernels")
     out = tmp_path / "p.json"
-    profile.main(["--configs", "gdn:32x1", "--no-levels", "--json", str(out)])
+    text = tmp_path / "t.txt"
+    text.write_bytes(b"the network parts of a small GDN, timed on a little text\n" * 200)
+    profile.main([str(text), "--configs", "gdn:32x1", "--no-levels", "--json", str(out)])
     report = json.loads(out.read_text())
     rows = report["networks"][0]["rows"]
     assert [r["part"] for r in rows[:len(profile.GDN_PARTS)]] == profile.GDN_PARTS

@@ -1,8 +1,8 @@
 """Where a byte's time goes: µs per byte of each part of the network, its training, the
 context models and mixer, and the decoder's own overhead, beside each part's FLOP floor.
 
-    python scripts/profile.py [--configs gdn:32x1,rwkv7:64x1,rwkv7:128x2] [--bytes N]
-        [--json OUT] [--md OUT]
+    python scripts/profile_kernels.py [FILE] [--configs gdn:32x1,rwkv7:64x1,rwkv7:128x2]
+        [--bytes N] [--no-levels] [--json OUT] [--md OUT]
 
 Network parts are timed by running the forward's own kernels (rwkvzip/kernels/) on the
 model's own arrays, part by part, in numba loops (no Python in the timing); they add up to
@@ -418,7 +418,7 @@ def profile_levels(data: bytes) -> list[dict]:
 
 
 def markdown(report: dict) -> str:
-    out = [f"# Profile: µs a byte (`scripts/profile.py`, {report['machine']})", "",
+    out = [f"# Profile: µs a byte (`scripts/profile_kernels.py`, {report['machine']})", "",
            f"matvec peak (fixed order, 256×256, in cache): {report['peak_gflops']:.1f} "
            "GFLOP/s; floor = FLOP / peak.", ""]
     for net in report["networks"]:
