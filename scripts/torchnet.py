@@ -36,6 +36,7 @@ from rwkvzip.kernels import gdn as KG  # noqa: N812
 from rwkvzip.kernels import rwkv7 as KR  # noqa: N812
 from rwkvzip.kernels.common import LAYER_NORM_EPS
 from rwkvzip.recipe import PROB_FLOOR
+from rwkvzip.rwkv7 import HEAD_SIZE
 
 VOCAB = 256
 KEEP = 1.0 - VOCAB * PROB_FLOOR
@@ -437,13 +438,13 @@ class Rwkv7Net(TorchNet):
         out = []
         for _ in range(c.layers):
             out += [torch.zeros(batch, c.hidden), torch.zeros(batch, c.hidden),
-                    torch.zeros(batch, c.heads, KR_N, KR_N)]
+                    torch.zeros(batch, c.heads, HEAD_SIZE, HEAD_SIZE)]
         return out
 
     def forward(self, tokens, state):
         c = self.cfg
         B, T = tokens.shape
-        C, H, N = c.hidden, c.heads, KR_N
+        C, H, N = c.hidden, c.heads, HEAD_SIZE
         x = self.embed(tokens)
         vfirst = None
         new_state = []
@@ -493,7 +494,6 @@ class Rwkv7Net(TorchNet):
         return self.head(x), new_state
 
 
-KR_N = 64  # RWKV-7 head size (rwkvzip.rwkv7.HEAD_SIZE)
 NETS = {"gdn": GdnNet, "rwkv7": Rwkv7Net}
 
 
