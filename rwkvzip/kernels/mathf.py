@@ -88,29 +88,31 @@ def exp_into(x, out, bits):
 
 
 @jit
-def silu_vector(x, out):
-    """out[i] = silu64(x[i]) bit for bit for a float32 x (out may be x)."""
+def exp_of_negated(x):
+    """exp64(-x[i]) for every x[i], float64, in one vector pass (sigmoid and SiLU)."""
     n = x.shape[0]
     e = np.empty((2, n), dtype=np.float64)
     bits = np.empty(n, dtype=np.int64)
     for i in range(n):
         e[0, i] = -x[i]
     exp_into(e[0], e[1], bits)
-    for i in range(n):
-        out[i] = x[i] * (1.0 / (1.0 + e[1, i]))
+    return e[1]
+
+
+@jit
+def silu_vector(x, out):
+    """out[i] = silu64(x[i]) bit for bit for a float32 x (out may be x)."""
+    e = exp_of_negated(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * (1.0 / (1.0 + e[i]))
 
 
 @jit
 def sigmoid_vector(x, out):
-    """out[i] = sigmoid64(x[i]) bit for bit for a float32 x (out may be x)."""
-    n = x.shape[0]
-    e = np.empty((2, n), dtype=np.float64)
-    bits = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        e[0, i] = -x[i]
-    exp_into(e[0], e[1], bits)
-    for i in range(n):
-        out[i] = 1.0 / (1.0 + e[1, i])
+    """out[i] = sigmoid64(x[i]) bit for bit (out may be x)."""
+    e = exp_of_negated(x)
+    for i in range(x.shape[0]):
+        out[i] = 1.0 / (1.0 + e[i])
 
 
 @jit
