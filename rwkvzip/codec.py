@@ -19,6 +19,7 @@ import numpy as np
 from rwkvzip import coder
 from rwkvzip.fastcm import CountArrays
 from rwkvzip.kernels import counts, optim, stepper
+from rwkvzip.kernels.jit import compiled
 from rwkvzip.mixing import MixArrays
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
@@ -114,7 +115,7 @@ class NetworkPredictor(Predictor):
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         self.F = F
-        self.arch = model.arch_id
+        self.arch = model.arch_id if network else stepper.ARCH_NONE
         if weights is None:
             self.W = model.init_params(recipe.seed)
         else:
@@ -139,10 +140,14 @@ class NetworkPredictor(Predictor):
         self._no_rows = np.zeros((1, 256), dtype=np.float32)  # `run` without recording
         if recipe.mix is not None:
             m = MixArrays(recipe.mix, recipe.bptt, frozen=recipe.lr == 0.0)
-            self.mixing = (m.CT, m.HB, m.S, m.MX, m.ST)
+            self.mixing = stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST)
         else:  # one-element stand-ins keep a single kernel signature
-            self.mixing = (np.zeros(1, np.uint32), np.zeros(1, np.uint8), np.zeros(1, np.int64),
-                           np.zeros(1, np.float32), np.zeros(1, np.float32))
+            self.mixing = stepper.Mixing(np.zeros(1, np.uint32), np.zeros(1, np.uint8),
+                                         np.zeros(1, np.int64), np.zeros(1, np.float32),
+                                         np.zeros(1, np.float32))
+        self.net = stepper.Net(self.W, self.state, self.trace, self.probs, self.index, self.F)
+        self.training = stepper.Training(self.O, self.G, self.R, self.toks, self.ckpt, self.rs,
+                                         self.rt, self.gstate, self.scratch)
         self.begin()
 
     def restart(self) -> None:
@@ -153,42 +158,35 @@ class NetworkPredictor(Predictor):
 
     def begin(self) -> None:
         """Predict the first byte from the current weights and state."""
-        CT, _, S, MX, ST = self.mixing
-        stepper.begin(self.arch, self.W, self.state, self.trace, self.probs, self.index,
-                      self.F, self.toks, self.ckpt, self.rs, self.rt, CT, S, MX, ST)
+        stepper.ENTRY_POINTS[self.arch][0](self.net, self.training, self.mixing)
 
-    def _arrays(self) -> tuple:
-        """Everything stepper.run takes after (data, probs, record, arch), in its order."""
-        return (self.W, self.O, self.G, self.R, self.state, self.trace, self.probs,
-                self.index, self.F, self.toks, self.ckpt, self.rs, self.rt, self.gstate,
-                self.scratch, *self.mixing)
-
-    def _kernel(self) -> tuple:
-        """The block kernel and its arguments after (data, probs, record): run_fixed when
-        the network does not learn (it compiles without the training code), else run."""
+    def kernel(self) -> tuple:
+        """The block kernel of this arch and its arguments after (data, probs, record):
+        run_fixed when the network does not learn (it compiles without the training code),
+        else run."""
+        _, run, run_fixed = stepper.ENTRY_POINTS[self.arch]
         if self.F[optim.F_MODE] in (stepper.MODE_NONE, stepper.MODE_FROZEN):
-            CT, HB, S, MX, ST = self.mixing
-            return stepper.run_fixed, (self.arch, self.W, self.state, self.trace, self.probs,
-                                       self.index, self.F, CT, HB, S, MX, ST)
-        return stepper.run, (self.arch, *self._arrays())
+            return run_fixed, (self.net, self.mixing)
+        return run, (self.net, self.training, self.mixing)
 
     def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
-        run, arrays = self._kernel()
+        run, arrays = self.kernel()
         run(block, rows, True, *arrays)
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
-        run, arrays = self._kernel()
+        run, arrays = self.kernel()
         run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, *arrays)
 
     def decode_frame(self, payload: bytes, raw_len: int,
                      progress: Progress | None = None) -> bytes:
         dec = coder.new_decoder(payload)
         out = bytearray(raw_len)
-        # Locals keep the per-byte loop lean: one decode and one numba call per byte.
+        # Locals keep the per-byte loop lean: one decode and one compiled call per byte.
         decode_one, probs = coder.decode_one, self.probs
-        run, arrays = self._kernel()
+        kernel, arrays = self.kernel()
         one, no_rows = np.zeros(1, dtype=np.uint8), self._no_rows
+        run = compiled(kernel, one, no_rows, False, *arrays)
         try:
             for lo in range(0, raw_len, ENCODE_BLOCK):
                 hi = min(lo + ENCODE_BLOCK, raw_len)
@@ -230,9 +228,10 @@ class CountsPredictor(Predictor):
                      progress: Progress | None = None) -> bytes:
         dec = coder.new_decoder(payload)
         out = bytearray(raw_len)
-        # One decode and one numba call (the symbol and four arrays) per byte.
-        decode_one, step, probs = coder.decode_one, counts.step, self.probs
+        # One decode and one compiled call (the symbol and four arrays) per byte.
+        decode_one, probs = coder.decode_one, self.probs
         C, S, W, HB = self._state()
+        step = compiled(counts.step, 0, C, S, W, HB)
         try:
             for lo in range(0, raw_len, ENCODE_BLOCK):
                 hi = min(lo + ENCODE_BLOCK, raw_len)

@@ -51,8 +51,8 @@ def test_roundtrip_each_mode_and_optimizer(mode, optimizer, lr, arch):
 
 def run_bytes(pred: Predictor, data: bytes, record: bool = True) -> np.ndarray:
     rows = np.zeros((len(data), 256), dtype=np.float32)
-    stepper.run(np.frombuffer(data, dtype=np.uint8).copy(), rows, record, pred.arch,
-                *pred._arrays())
+    run, arrays = pred.kernel()
+    run(np.frombuffer(data, dtype=np.uint8).copy(), rows, record, *arrays)
     return rows
 
 

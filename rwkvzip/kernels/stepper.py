@@ -40,6 +40,10 @@ Arrays (allocated by codec.Predictor):
 
 from __future__ import annotations
 
+from collections import namedtuple
+
+import numpy as np
+
 from rwkvzip.kernels import context, gdn, gdn_backward, mixer, rwkv7, rwkv7_backward
 from rwkvzip.kernels.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.kernels.jit import jit
@@ -56,25 +60,34 @@ from rwkvzip.kernels.optim import (
 )
 
 ARCH_RWKV7, ARCH_GDN = 0, 1  # the models' arch_id
+ARCH_NONE = -1  # no network: the context models and mixer alone (MODE_NONE)
 MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
+
+# The kernels' argument bundles (plain tuples to numba; built by codec.Predictor)
+Net = namedtuple("Net", "W state tr P I F")
+Training = namedtuple("Training", "O G R toks ckpt rs rt gstate scratch")
+Mixing = namedtuple("Mixing", "CT HB S MX ST")
 
 
 @jit(inline="always")
 def forward(arch, token, W, state, tr, I, F):
+    """`arch` is a constant in every entry point, so numba drops the other architecture's
+    branch before typing: a level compiles only its own network. The token is one integer
+    type on every path (one signature of forward_step, not three)."""
     if arch == ARCH_RWKV7:
-        rwkv7.forward_step(token, W, state, tr, I, F[F_FLOOR])
-    else:
-        gdn.forward_step(token, W, state, tr, I, F[F_FLOOR])
+        rwkv7.forward_step(np.int64(token), W, state, tr, I, F[F_FLOOR])
+    elif arch == ARCH_GDN:
+        gdn.forward_step(np.int64(token), W, state, tr, I, F[F_FLOOR])
 
 
 @jit(inline="always")
 def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch):
     if arch == ARCH_RWKV7:
-        rwkv7_backward.backward_step(token, symbol, W, G, s_old, s_new, tr, gstate, I,
-                                     F[F_FLOOR], scratch)
-    else:
-        gdn_backward.backward_step(token, symbol, W, G, s_old, s_new, tr, gstate, I,
-                                   F[F_FLOOR], scratch)
+        rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, G, s_old, s_new,
+                                     tr, gstate, I, F[F_FLOOR], scratch)
+    elif arch == ARCH_GDN:
+        gdn_backward.backward_step(np.int64(token), np.int64(symbol), W, G, s_old, s_new,
+                                   tr, gstate, I, F[F_FLOOR], scratch)
 
 
 @jit(inline="always")
@@ -119,9 +132,12 @@ def live_step(arch, token, W, I, F, rs, rt, j):
     return k
 
 
-@jit
-def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt, CT, S, MX, ST):
+@jit(inline="always")
+def begin(arch, net, train, mixing):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
+    W, state, tr, P, I, F = net
+    toks, ckpt, rs, rt = train.toks, train.ckpt, train.rs, train.rt
+    CT, S, MX, ST = mixing.CT, mixing.S, mixing.MX, mixing.ST
     toks[0] = 0
     copy(state, rs[0])
     if F[F_MODE] == MODE_TBPTT:
@@ -228,15 +244,17 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
     F[F_SEEN] += 1.0
 
 
-@jit
-def run(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
-        scratch, CT, HB, S, MX, ST):
+@jit(inline="always")
+def run(arch, data, probs, record, net, train, mixing):
     """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution.
 
-    The only entry point the codec calls per block (the decoder with one-byte blocks): every
-    top-level kernel that reaches the model is optimised by LLVM as a whole, so one kernel
-    here instead of three separate loops costs 20 s of compilation instead of ~200 s.
+    Each entry point below is one top-level kernel that reaches the model, which LLVM
+    optimises as a whole: one kernel instead of three separate loops costs 20 s of
+    compilation instead of ~200 s.
     """
+    W, state, tr, P, I, F = net
+    O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
+    CT, HB, S, MX, ST = mixing
     for t in range(data.shape[0]):
         if record:
             for j in range(P.shape[0]):
@@ -245,11 +263,13 @@ def run(data, probs, record, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, r
                 scratch, CT, HB, S, MX, ST)
 
 
-@jit
-def run_fixed(data, probs, record, arch, W, state, tr, P, I, F, CT, HB, S, MX, ST):
+@jit(inline="always")
+def run_fixed(arch, data, probs, record, net, mixing):
     """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
     pass or optimizer is reachable from it, so a level whose network does not learn (the
     default) compiles a fraction of the kernels."""
+    W, state, tr, P, I, F = net
+    CT, HB, S, MX, ST = mixing
     for t in range(data.shape[0]):
         if record:
             for j in range(P.shape[0]):
@@ -259,3 +279,54 @@ def run_fixed(data, probs, record, arch, W, state, tr, P, I, F, CT, HB, S, MX, S
             learn_mixing(symbol, 0, CT, HB, S, MX)
         predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST)
         F[F_SEEN] += 1.0
+
+
+# Entry points, one per architecture (the codec calls these, through `entry_points`):
+# begin_*(net, train, mixing)        the prediction of the first byte
+# run_*(data, probs, record, net, train, mixing)      a block, the network learning
+# run_fixed_*(data, probs, record, net, mixing)       a block, the network fixed or absent
+@jit
+def begin_rwkv7(net, train, mixing):
+    begin(ARCH_RWKV7, net, train, mixing)
+
+
+@jit
+def begin_gdn(net, train, mixing):
+    begin(ARCH_GDN, net, train, mixing)
+
+
+@jit
+def begin_none(net, train, mixing):
+    begin(ARCH_NONE, net, train, mixing)
+
+
+@jit
+def run_rwkv7(data, probs, record, net, train, mixing):
+    run(ARCH_RWKV7, data, probs, record, net, train, mixing)
+
+
+@jit
+def run_gdn(data, probs, record, net, train, mixing):
+    run(ARCH_GDN, data, probs, record, net, train, mixing)
+
+
+@jit
+def run_fixed_rwkv7(data, probs, record, net, mixing):
+    run_fixed(ARCH_RWKV7, data, probs, record, net, mixing)
+
+
+@jit
+def run_fixed_gdn(data, probs, record, net, mixing):
+    run_fixed(ARCH_GDN, data, probs, record, net, mixing)
+
+
+@jit
+def run_fixed_none(data, probs, record, net, mixing):
+    run_fixed(ARCH_NONE, data, probs, record, net, mixing)
+
+
+ENTRY_POINTS = {  # arch: (begin, run, run_fixed)
+    ARCH_RWKV7: (begin_rwkv7, run_rwkv7, run_fixed_rwkv7),
+    ARCH_GDN: (begin_gdn, run_gdn, run_fixed_gdn),
+    ARCH_NONE: (begin_none, None, run_fixed_none),
+}
