@@ -22,12 +22,16 @@ def _writable(path: str) -> bool:
 
 
 def _kernel_fingerprint() -> str:
-    """Hash of the kernel sources: numba only checks a cached function's own file, so an edit
-    to a kernel it inlines from another file would otherwise reuse stale machine code."""
+    """Hash of the kernel sources (every module with a jitted function): numba only checks a
+    cached function's own file, so an edit to a kernel it inlines from another file would
+    otherwise reuse stale machine code."""
+    package = Path(__file__).parent
     digest = hashlib.sha256()
-    for path in sorted((Path(__file__).parent / "kernels").glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    for path in sorted(package.rglob("*.py")):
+        source = path.read_bytes()
+        if b"@jit" in source:
+            digest.update(path.relative_to(package).as_posix().encode())
+            digest.update(source)
     return digest.hexdigest()[:12]
 
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from rwkvzip import blocks, container, priors
-from rwkvzip.codec import Predictor
-from rwkvzip.coder import CoderError
-from rwkvzip.container import FormatError
+from rwkvzip import priors
+from rwkvzip.coding import blocks, container
+from rwkvzip.coding.codec import Predictor
+from rwkvzip.coding.coder import CoderError
+from rwkvzip.coding.container import FormatError
 from rwkvzip.priors import Prior
 from rwkvzip.recipe import Recipe, RecipeError, default_recipe, level_recipe
 

@@ -106,7 +106,7 @@ FEEDBACK = _options(
     click.option("-q", "--quiet", is_flag=True, help="No warnings and no progress bar."),
 )
 def _block_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from rwkvzip import blocks
+    from rwkvzip.coding import blocks
 
     if value is None:
         return None
@@ -287,8 +287,8 @@ def _terminate(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every error a user can meet is one line on stderr; exit status 0 ok,
     1 error (click's usage errors too), 2 warning."""
-    from rwkvzip.container import FormatError
-    from rwkvzip.params import ModelFileError
+    from rwkvzip.coding.container import FormatError
+    from rwkvzip.net.params import ModelFileError
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, _terminate)

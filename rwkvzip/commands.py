@@ -282,7 +282,7 @@ class Run:
         (compiled the first time, with a notice on a terminal; loaded from the cache
         after); the seconds it took. The recipe of a compressed input is read from its
         header without consuming it (nothing is done if it cannot be)."""
-        from rwkvzip import codec
+        from rwkvzip.coding import codec
 
         recipe = self.recipe if compressing else _peek_recipe(fin)
         key = (recipe.to_json() if recipe else None, compressing)
@@ -300,7 +300,8 @@ class Run:
 def _peek_recipe(fin):
     """The recipe in the header at the start of fin, left unread (None if fin cannot peek,
     or the header is not complete there or not valid: decoding will say why)."""
-    from rwkvzip import api, container
+    from rwkvzip import api
+    from rwkvzip.coding import container
     from rwkvzip.recipe import RecipeError
 
     peek = getattr(fin, "peek", None)
@@ -317,7 +318,7 @@ def _peek_recipe(fin):
 def _raw_size(path: str) -> int | None:
     """The decoded size from the frame heads (for the progress bar), None if unreadable."""
     from rwkvzip import listing
-    from rwkvzip.container import FormatError
+    from rwkvzip.coding.container import FormatError
 
     with contextlib.suppress(OSError, FormatError), open(path, "rb") as f:
         return listing.scan(f).raw

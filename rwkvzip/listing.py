@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
-from rwkvzip import container
+from rwkvzip.coding import container
 from rwkvzip.recipe import Recipe, preset_cards
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rwkvzip.params import (
+from rwkvzip.net.params import (
     ARCH_METADATA_KEY,
     CONFIG_METADATA_KEY,
     ModelFileError,
@@ -19,8 +19,8 @@ from rwkvzip.params import (
     load_safetensors,
     safetensors_bytes,
 )
+from rwkvzip.net.rwkv7.model import Rwkv7Config
 from rwkvzip.recipe import ARCHS
-from rwkvzip.rwkv7 import Rwkv7Config
 
 
 def model_bytes(model, W: np.ndarray, extra: dict[str, str] | None = None) -> bytes:

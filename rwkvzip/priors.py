@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip.modelfile import model_bytes, model_from_tensors
-from rwkvzip.params import ModelFileError, parse_safetensors
+from rwkvzip.net.params import ModelFileError, parse_safetensors
 from rwkvzip.recipe import Recipe, RecipeError
 
 PRIOR_FORMAT = "1"

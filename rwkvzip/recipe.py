@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 
-from rwkvzip.fastcm import CountsConfig
-from rwkvzip.gdn import GdnConfig, GdnModel
-from rwkvzip.mixing import OPTIONAL_FIELDS, MixConfig
-from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
+from rwkvzip.cm.fastcm import CountsConfig
+from rwkvzip.cm.mixing import OPTIONAL_FIELDS, MixConfig
+from rwkvzip.net.gdn.model import GdnConfig, GdnModel
+from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
 # a kernel that alters a single bit of a probability needs a new contract version.
@@ -70,7 +70,7 @@ class Recipe:
     seed: int = 0
     contract: int = NUMERIC_CONTRACT
     mix: MixConfig | None = None  # context mixing (None: the network alone)
-    counts: CountsConfig | None = None  # count models linearly mixed, no network (fastcm.py)
+    counts: CountsConfig | None = None  # count models linearly mixed, no network (cm/fastcm.py)
     prior: str = ""  # SHA-256 (hex) of the prior file the network starts from ("": seeded init)
 
     def validate(self) -> None:

@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rwkvzip import api, container
-from rwkvzip.container import FormatError
+from rwkvzip import api
+from rwkvzip.coding import container
+from rwkvzip.coding.container import FormatError
 from rwkvzip.recipe import (
     ARCHS,
     DEFAULT_PRESET,

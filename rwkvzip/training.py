@@ -1,7 +1,7 @@
 """Offline training of a network over many documents, for priors (scripts/pretrain.py and
 `rwkvzip train`).
 
-It runs exactly the codec's kernels (kernels/stepper.py): the online learner the
+It runs exactly the codec's kernels (coding/stepper.py): the online learner the
 compressor uses (TBPTT and Adam of the recipe), over documents in a shuffled order for
 several epochs, each document from a zero recurrent state as a compressed file starts.
 So the trained weights are, by construction, weights of the kernels' own mathematics, and
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rwkvzip.codec import ENCODE_BLOCK, NetworkPredictor
+from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor
 from rwkvzip.corpus import Document
-from rwkvzip.kernels import optim
+from rwkvzip.net import optim
 from rwkvzip.recipe import Recipe, RecipeError
 
 Log = Callable[[str], None]

@@ -21,8 +21,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rwkvzip import container
 from rwkvzip.api import compress_stream, decompress_stream
+from rwkvzip.coding import container
 from rwkvzip.recipe import preset_by_name
 
 

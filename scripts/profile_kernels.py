@@ -4,7 +4,7 @@ context models and mixer, and the decoder's own overhead, beside each part's FLO
     python scripts/profile_kernels.py [FILE] [--configs gdn:32x1,rwkv7:64x1,rwkv7:128x2]
         [--bytes N] [--no-levels] [--json OUT] [--md OUT]
 
-Network parts are timed by running the forward's own kernels (rwkvzip/kernels/) on the
+Network parts are timed by running the forward's own kernels (rwkvzip/net/) on the
 model's own arrays, part by part, in numba loops (no Python in the timing); they add up to
 about the whole forward, which is timed as well. The floor of a part is its multiply-adds
 (2 FLOP each) at the rate the fixed-order matrix-vector kernel reaches on a matrix that
@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip import priors
-from rwkvzip.codec import ENCODE_BLOCK, Predictor
-from rwkvzip.kernels import common as KC  # noqa: N812
-from rwkvzip.kernels import gdn as KG  # noqa: N812
-from rwkvzip.kernels import rwkv7 as KR  # noqa: N812
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import (
+from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor
+from rwkvzip.net import common as KC  # noqa: N812
+from rwkvzip.net.gdn import forward as KG  # noqa: N812
+from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import (
     group_norm,
     l2_normalize,
     layer_norm,
@@ -42,7 +42,7 @@ from rwkvzip.kernels.linalg import (
     rms_norm,
     softmax_with_floor,
 )
-from rwkvzip.kernels.mathf import (
+from rwkvzip.ops.mathf import (
     exp64,
     exp_into,
     sigmoid64,
@@ -90,7 +90,7 @@ def loop_head(W, tr, I, floor, n):
 
 @jit(cache=False)
 def rwkv7_part(part, W, state, tr, I, n):
-    """One part of kernels/rwkv7.forward_step, every layer, n times."""
+    """One part of net/rwkv7/forward.forward_step, every layer, n times."""
     C = I[KC.D_C]
     H = I[KR.D_H]
     N = I[KR.D_N]
@@ -189,7 +189,7 @@ def rwkv7_part(part, W, state, tr, I, n):
 
 @jit(cache=False)
 def gdn_part(part, W, state, tr, I, n):
-    """One part of kernels/gdn.forward_step, every layer, n times."""
+    """One part of net/gdn/forward.forward_step, every layer, n times."""
     C = I[KC.D_C]
     Hk = I[KG.D_HK]
     Hv = I[KG.D_HV]

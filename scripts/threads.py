@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rwkvzip import blocks, container  # noqa: E402
+from rwkvzip.coding import blocks, container  # noqa: E402
 
 SAMPLE_SECONDS = 0.1
 MARKS = (4, 8, 16)  # frames of 64 KiB after a restart: 256 KiB, 512 KiB, 1 MiB

@@ -1,6 +1,6 @@
 """PyTorch mirrors of the byte models, and a batched offline trainer for priors.
 
-The compressor runs the numba kernels (rwkvzip/kernels/); this module restates the same
+The compressor runs the numba kernels (rwkvzip/net/); this module restates the same
 forward mathematics over whole sequences in PyTorch, so a prior can be trained the way
 language models are (many documents side by side, long truncated BPTT, AdamW, a decaying
 rate) instead of by the compressor's online learner, whose weights follow the last
@@ -32,11 +32,11 @@ import torch.nn.functional as F  # noqa: N812
 from numba import njit
 
 from rwkvzip.corpus import Document
-from rwkvzip.kernels import gdn as KG  # noqa: N812
-from rwkvzip.kernels import rwkv7 as KR  # noqa: N812
-from rwkvzip.kernels.common import LAYER_NORM_EPS
+from rwkvzip.net.common import LAYER_NORM_EPS
+from rwkvzip.net.gdn import forward as KG  # noqa: N812
+from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
+from rwkvzip.net.rwkv7.model import HEAD_SIZE
 from rwkvzip.recipe import PROB_FLOOR
-from rwkvzip.rwkv7 import HEAD_SIZE
 
 VOCAB = 256
 KEEP = 1.0 - VOCAB * PROB_FLOOR
@@ -370,7 +370,7 @@ def l2n(x: torch.Tensor, min_norm: float) -> torch.Tensor:
 
 
 class GdnNet(TorchNet):
-    """Gated DeltaNet (kernels/gdn.py). State per layer: conv memory (B, QKV, Kc - 1),
+    """Gated DeltaNet (net/gdn/forward.py). State per layer: conv memory (B, QKV, Kc - 1),
     S (B, Hv, dk, dv)."""
 
     def zero_state(self, batch: int) -> list[torch.Tensor]:
@@ -426,7 +426,7 @@ def shift(x: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
 
 
 class Rwkv7Net(TorchNet):
-    """RWKV-7 (kernels/rwkv7.py). State per layer: att_x_prev (B, C), ffn_x_prev (B, C),
+    """RWKV-7 (net/rwkv7/forward.py). State per layer: att_x_prev (B, C), ffn_x_prev (B, C),
     wkv (B, H, N, N) key-major."""
 
     def ln(self, t: torch.Tensor, name: str) -> torch.Tensor:

@@ -30,10 +30,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rwkvzip import container
 from rwkvzip.api import compress_stream, decompress_stream
-from rwkvzip.fastcm import CountsConfig
-from rwkvzip.mixing import MixConfig
+from rwkvzip.cm.fastcm import CountsConfig
+from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.coding import container
 from rwkvzip.priors import Prior, load_prior, with_prior
 from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from rwkvzip.net.rwkv7.model import Rwkv7Config
 from rwkvzip.recipe import Recipe
-from rwkvzip.rwkv7 import Rwkv7Config
 
 ROOT = Path(__file__).resolve().parents[1]
 

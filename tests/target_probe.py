@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip import api, priors
-from rwkvzip.fastcm import CountsConfig
-from rwkvzip.gdn import GdnConfig, GdnModel
-from rwkvzip.kernels import mathf
-from rwkvzip.mixing import MixConfig
+from rwkvzip.cm.fastcm import CountsConfig
+from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.net.gdn.model import GdnConfig, GdnModel
+from rwkvzip.net.rwkv7.model import Rwkv7Config
+from rwkvzip.ops import mathf
 from rwkvzip.recipe import Recipe, level_recipe
-from rwkvzip.rwkv7 import Rwkv7Config
 
 HASWELL_FEATURES = ("+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+f16c,+fma,+fsgsbase,+lzcnt,"
                     "+mmx,+movbe,+popcnt,+sse,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+xsave")

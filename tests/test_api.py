@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 import rwkvzip
-from rwkvzip import api, container
-from rwkvzip.container import FormatError
+from rwkvzip import api
+from rwkvzip.coding import container
+from rwkvzip.coding.container import FormatError
+from rwkvzip.net.rwkv7.model import Rwkv7Config
 from rwkvzip.recipe import DEFAULT_LEVEL, LEVELS, Recipe, preset_by_name, preset_id_of
-from rwkvzip.rwkv7 import Rwkv7Config
 
 TEXT = b"The quick brown fox jumps over the lazy dog. " * 40
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import rwkvzip
-from rwkvzip import FormatError, api, blocks
-from rwkvzip.container import MAX_FRAME
+from rwkvzip import FormatError, api
+from rwkvzip.coding import blocks
+from rwkvzip.coding.container import MAX_FRAME
 from rwkvzip.recipe import level_recipe
 
 from clitools import COMMAND, mixed_data

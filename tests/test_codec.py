@@ -6,9 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from rwkvzip import api, container
-from rwkvzip.codec import Predictor
-from rwkvzip.kernels import common
+from rwkvzip import api
+from rwkvzip.coding import container
+from rwkvzip.coding.codec import Predictor
+from rwkvzip.net import common
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 from conftest import corpus_file
@@ -124,8 +125,8 @@ def test_sgd_step_lowers_the_loss_of_the_byte(tiny_recipe, bptt):
 def test_warm_up_compiles_what_each_kind_of_level_runs():
     """warm_up readies the kernels coding and decoding call: count models at -1, the
     fixed-network kernel (no training code) at the default, the learning one at -7."""
-    from rwkvzip import codec
-    from rwkvzip.kernels import counts, stepper
+    from rwkvzip.cm import counts
+    from rwkvzip.coding import codec, stepper
     from rwkvzip.recipe import level_recipe
 
     for level, kernels in ((1, [counts.run, counts.step]), (4, [stepper.run_fixed_gdn]),

@@ -5,8 +5,9 @@ import random
 
 import pytest
 
-from rwkvzip import api, container
-from rwkvzip.container import FormatError
+from rwkvzip import api
+from rwkvzip.coding import container
+from rwkvzip.coding.container import FormatError
 from rwkvzip.recipe import Recipe, default_recipe
 
 

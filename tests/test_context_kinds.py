@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rwkvzip import api, container
-from rwkvzip.kernels import context
-from rwkvzip.mixing import MixArrays, MixConfig
+from rwkvzip import api
+from rwkvzip.cm import context
+from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.coding import container
 from rwkvzip.recipe import Recipe, RecipeError, preset_cards
 
 from target_probe import record_table

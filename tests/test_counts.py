@@ -8,11 +8,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rwkvzip import api, container
-from rwkvzip.codec import CountsPredictor, Predictor
-from rwkvzip.fastcm import CountArrays, CountsConfig
-from rwkvzip.kernels import counts
-from rwkvzip.mixing import MixConfig
+from rwkvzip import api
+from rwkvzip.cm import counts
+from rwkvzip.cm.fastcm import CountArrays, CountsConfig
+from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.coding import container
+from rwkvzip.coding.codec import CountsPredictor, Predictor
 from rwkvzip.recipe import PROB_FLOOR, Recipe, RecipeError, preset_by_name, preset_id_of
 
 from conftest import corpus_file

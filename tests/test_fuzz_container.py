@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from rwkvzip import api, container
-from rwkvzip.codec import Predictor
-from rwkvzip.container import FormatError
+from rwkvzip import api
+from rwkvzip.coding import container
+from rwkvzip.coding.codec import Predictor
+from rwkvzip.coding.container import FormatError
+from rwkvzip.net.rwkv7.model import Rwkv7Config
 from rwkvzip.recipe import Recipe, preset_cards
-from rwkvzip.rwkv7 import Rwkv7Config
 
 RECIPE = Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=64, decay_rank=8, a_rank=8,
                                   v_rank=8, g_rank=8), optimizer="sgd", lr=0.01, seed=1)

@@ -8,9 +8,11 @@ import hashlib
 import numpy as np
 import pytest
 
-from rwkvzip.gdn import GdnConfig, GdnModel
-from rwkvzip.kernels import common, gdn, linalg
-from rwkvzip.kernels.gdn_backward import backward_step
+from rwkvzip.net import common
+from rwkvzip.net.gdn import forward as gdn
+from rwkvzip.net.gdn.backward import backward_step
+from rwkvzip.net.gdn.model import GdnConfig, GdnModel
+from rwkvzip.ops import linalg
 
 from gradcheck import (
     central_difference,

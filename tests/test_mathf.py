@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rwkvzip.kernels import mathf
+from rwkvzip.ops import mathf
 
 GRID = np.concatenate([np.linspace(-30, 30, 60001), np.geomspace(1e-9, 1, 500),
                        -np.geomspace(1e-9, 1, 500)])
@@ -38,7 +38,7 @@ def test_exp_saturates_instead_of_overflowing():
 
 def test_log_positive_array_is_log64_bit_for_bit():
     """The vectorised form the mixer uses gives exactly log64's bits."""
-    from rwkvzip.kernels.mathf import log64, log_positive_array
+    from rwkvzip.ops.mathf import log64, log_positive_array
 
     rng = np.random.default_rng(5)
     x = np.concatenate([10.0 ** rng.uniform(-30, 30, 5000), [1.0, 0.5, 2.0, 0.7071067811865476,
@@ -52,7 +52,7 @@ def test_log_positive_array_is_log64_bit_for_bit():
 def test_vector_forms_are_the_scalar_functions_bit_for_bit():
     """exp_into, silu_vector and sigmoid_vector (the forward's vector passes) give exactly
     exp64's, silu64's and sigmoid64's bits, over the whole float32 range and the clamps."""
-    from rwkvzip.kernels import mathf
+    from rwkvzip.ops import mathf
 
     rng = np.random.default_rng(6)
     x32 = np.concatenate([rng.normal(0, 30, 20000), rng.uniform(-120, 100, 20000),
@@ -71,9 +71,9 @@ def test_vector_forms_are_the_scalar_functions_bit_for_bit():
 
 def test_softmax_is_the_scalar_formula_bit_for_bit():
     """The vectorised softmax gives the bits of the loop it replaced (contract 1)."""
-    from rwkvzip.kernels.jit import jit
-    from rwkvzip.kernels.linalg import softmax_with_floor
-    from rwkvzip.kernels.mathf import exp64
+    from rwkvzip.ops.jit import jit
+    from rwkvzip.ops.linalg import softmax_with_floor
+    from rwkvzip.ops.mathf import exp64
 
     @jit(cache=False)
     def scalar_softmax(logits, floor, q, p):

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from rwkvzip import api
-from rwkvzip.codec import Predictor
-from rwkvzip.gdn import GdnConfig
-from rwkvzip.kernels import common, context, mixer
-from rwkvzip.mixing import MixArrays, MixConfig
+from rwkvzip.cm import context, mixer
+from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.coding.codec import Predictor
+from rwkvzip.net import common
+from rwkvzip.net.gdn.model import GdnConfig
 from rwkvzip.recipe import PROB_FLOOR, Recipe, RecipeError, with_overrides
 
 from conftest import TINY_CONFIG

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from rwkvzip.kernels import common, rwkv7
 from rwkvzip.modelfile import load_model, save_model
-from rwkvzip.params import ModelFileError
-from rwkvzip.rwkv7 import Rwkv7Model
+from rwkvzip.net import common
+from rwkvzip.net.params import ModelFileError
+from rwkvzip.net.rwkv7 import forward as rwkv7
+from rwkvzip.net.rwkv7.model import Rwkv7Model
 
 from conftest import TINY_CONFIG
 
@@ -99,7 +100,7 @@ def test_float16_and_bfloat16_convert_exactly(tmp_path, model_and_weights):
 
 def test_non_contiguous_arrays_are_saved_in_logical_order(tmp_path, model_and_weights):
     model, W = model_and_weights
-    from rwkvzip.params import load_safetensors, save_safetensors
+    from rwkvzip.net.params import load_safetensors, save_safetensors
 
     m = np.arange(12, dtype=np.float32).reshape(3, 4)
     save_safetensors(tmp_path / "t.safetensors", {"x": m.T}, {})
@@ -144,7 +145,7 @@ def test_unsupported_dtype_and_garbage_are_refused(tmp_path, model_and_weights):
 
 
 def test_gdn_model_files_roundtrip(tmp_path):
-    from rwkvzip.gdn import GdnConfig, GdnModel
+    from rwkvzip.net.gdn.model import GdnConfig, GdnModel
 
     model = GdnModel(GdnConfig(hidden=32, layers=2, key_heads=1, value_heads=2, key_dim=8,
                                value_dim=8, conv_kernel=3, mlp=32))

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 import rwkvzip
-from rwkvzip import container, listing, priors, training
-from rwkvzip.codec import Predictor
+from rwkvzip import listing, priors, training
+from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.coding import container
+from rwkvzip.coding.codec import Predictor
 from rwkvzip.corpus import CorpusError
-from rwkvzip.gdn import GdnConfig, GdnModel
-from rwkvzip.mixing import MixConfig
 from rwkvzip.modelfile import save_model
+from rwkvzip.net.gdn.model import GdnConfig, GdnModel
 from rwkvzip.recipe import (
     DEFAULT_LEVEL,
     LEVELS,

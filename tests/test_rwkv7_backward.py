@@ -5,9 +5,9 @@ for entries of every parameter tensor and of the initial recurrent state."""
 import numpy as np
 import pytest
 
-from rwkvzip.kernels import rwkv7
-from rwkvzip.kernels.rwkv7_backward import backward_step
-from rwkvzip.rwkv7 import HEAD_SIZE, VOCAB, Rwkv7Config, Rwkv7Model
+from rwkvzip.net.rwkv7 import forward as rwkv7
+from rwkvzip.net.rwkv7.backward import backward_step
+from rwkvzip.net.rwkv7.model import HEAD_SIZE, VOCAB, Rwkv7Config, Rwkv7Model
 
 from gradcheck import (
     central_difference,

@@ -6,8 +6,9 @@ import hashlib
 import numpy as np
 import pytest
 
-from rwkvzip.kernels import common, rwkv7
-from rwkvzip.rwkv7 import Rwkv7Config, Rwkv7Model
+from rwkvzip.net import common
+from rwkvzip.net.rwkv7 import forward as rwkv7
+from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
 
 FLOOR = 2.0**-20
 

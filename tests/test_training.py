@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from rwkvzip import api, container
-from rwkvzip.codec import Predictor
-from rwkvzip.gdn import GdnConfig
-from rwkvzip.kernels import optim, stepper
+from rwkvzip import api
+from rwkvzip.coding import container, stepper
+from rwkvzip.coding.codec import Predictor
+from rwkvzip.net import optim
+from rwkvzip.net.gdn.model import GdnConfig
 from rwkvzip.recipe import Recipe, RecipeError, with_overrides
 
 from conftest import TINY_CONFIG
@@ -92,7 +93,7 @@ def test_replay_from_checkpoints_gives_the_same_update_as_stored_traces():
 
 
 def test_tbptt1_and_bptt1_take_the_same_first_step():
-    """See kernels/stepper.py: identical first update; afterwards TBPTT recomputes the live
+    """See coding/stepper.py: identical first update; afterwards TBPTT recomputes the live
     state with the new weights and bptt=1 does not, so their streams part by design."""
     one = Predictor(recipe(bptt=1))
     seg = Predictor(recipe(bptt=2, ckpt=2))  # buffers for T = 2; begin is the same for T = 1

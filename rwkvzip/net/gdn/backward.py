@@ -1,6 +1,6 @@
 """Exact reverse-mode gradient of one Gated DeltaNet forward step (numba).
 
-Same contract as kernels/rwkv7_backward.py: `backward_step` differentiates the loss
+Same contract as net/rwkv7/backward.py: `backward_step` differentiates the loss
 -ln p[symbol] of one `forward_step` (p the floored distribution that coded the byte) with
 respect to every parameter and to the recurrent state the step started from (conv memory and
 S). It reads the intermediates that `forward_step` left in the trace plus copies of the state
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 
-from rwkvzip.kernels.common import D_C, D_L, embed_backward, head_backward, lparam, tslice
-from rwkvzip.kernels.gdn import (
+from rwkvzip.net.common import D_C, D_L, embed_backward, head_backward, lparam, tslice
+from rwkvzip.net.gdn.forward import (
     D_DK,
     D_DV,
     D_F,
@@ -78,15 +78,15 @@ from rwkvzip.kernels.gdn import (
     S_ZS,
     layer_state,
 )
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import (
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import (
     l2_normalize_backward,
     matvec_t,
     outer_acc,
     rms_norm_backward,
     silu_grad64,
 )
-from rwkvzip.kernels.mathf import exp64, sigmoid64, silu64, softplus64
+from rwkvzip.ops.mathf import exp64, sigmoid64, silu64, softplus64
 
 
 @jit

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from rwkvzip.kernels.jit import jit
+from rwkvzip.ops.jit import jit
 
 LN2_HI = 6.93147180369123816490e-01  # ln 2, upper bits (exactly representable products with n)
 LN2_LO = 1.90821492927058770002e-10  # ln 2 - LN2_HI

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import sigmoid64
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.mathf import sigmoid64
 
 M32 = 0xFFFFFFFF
 SLOT = 16  # uint32 per table slot: check word + 15 nibble-tree counters

@@ -7,8 +7,8 @@ then the parameter offsets (global slots, then per-layer slots), then the trace 
 
 from __future__ import annotations
 
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import (
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import (
     layer_norm,
     layer_norm_backward,
     matvec,

@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import exp_into, sigmoid64
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.mathf import exp_into, sigmoid64
 
 
 @jit

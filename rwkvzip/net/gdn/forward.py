@@ -1,7 +1,7 @@
 """Gated DeltaNet forward step (numba).
 
-Arrays handed in (same contract as kernels/rwkv7.py):
-  W      float32 flat parameters (layout in rwkvzip/gdn.py)
+Arrays handed in (same contract as net/rwkv7/forward.py):
+  W      float32 flat parameters (layout in rwkvzip/net/gdn/model.py)
   state  float32 recurrent state: per layer [conv memory ((Kc - 1) x QKV, oldest row first),
          S (Hv, dk, dv)]
   tr     float32 trace: every intermediate of the step, kept for the backward pass
@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from rwkvzip.kernels.common import (
+from rwkvzip.net.common import (
     D_C,
     D_L,
     T_XOUT,
@@ -35,9 +35,9 @@ from rwkvzip.kernels.common import (
     lparam,
     tslice,
 )
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import l2_normalize, matvec, rms_norm
-from rwkvzip.kernels.mathf import exp64, sigmoid64, silu_vector, softplus64
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import l2_normalize, matvec, rms_norm
+from rwkvzip.ops.mathf import exp64, sigmoid64, silu_vector, softplus64
 
 # ---- index table I: GDN dims (after the common ones) ------------------------------------
 D_HK, D_HV, D_DK, D_DV, D_KC, D_F = range(4, 10)

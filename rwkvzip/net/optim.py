@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from rwkvzip.kernels.common import (
+from rwkvzip.net.common import (
     D_C,
     D_V,
     N_DIMS,
@@ -23,7 +23,7 @@ from rwkvzip.kernels.common import (
     gslice,
     logit_gradient,
 )
-from rwkvzip.kernels.jit import jit
+from rwkvzip.ops.jit import jit
 
 # F slots
 (F_LR, F_BETA1, F_BETA2, F_EPS, F_OPT, F_STEP, F_B1POW, F_B2POW, F_FLOOR, F_CLIP, F_WARMUP,

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.kernels import context as cx
-from rwkvzip.kernels.context import (
+from rwkvzip.cm import context as cx
+from rwkvzip.cm.context import (
     S_EXPECT,
     S_HIST,
     S_K,
@@ -33,8 +33,8 @@ from rwkvzip.kernels.context import (
     node_inputs,
     update_models,
 )
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
 
 # S slots of the mixer (after context.py's, before its per-model arrays)
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,

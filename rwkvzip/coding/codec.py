@@ -5,8 +5,8 @@ decoder alternates one numba step and one decode per byte. Both use the same ker
 
 `Predictor(recipe)` gives the predictor of the recipe's kind, each with the same interface
 (encode_frame, learn_frame, decode_frame): NetworkPredictor runs the network, alone or mixed
-with context models (kernels/stepper.py); CountsPredictor the count models of a recipe with
-`counts` (kernels/counts.py).
+with context models (coding/stepper.py); CountsPredictor the count models of a recipe with
+`counts` (cm/counts.py).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from rwkvzip import coder
-from rwkvzip.fastcm import CountArrays
-from rwkvzip.kernels import counts, optim, stepper
-from rwkvzip.kernels.jit import compiled
-from rwkvzip.mixing import MixArrays
+from rwkvzip.cm import counts
+from rwkvzip.cm.fastcm import CountArrays
+from rwkvzip.cm.mixing import MixArrays
+from rwkvzip.coding import coder, stepper
+from rwkvzip.net import optim
+from rwkvzip.ops.jit import compiled
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 WARM_UP = b"warm up, once"  # what warm_up codes

@@ -1,7 +1,7 @@
 """What every architecture shares: the byte vocabulary and the global tensors around the blocks.
 
 The embedding, the final layer norm, the LM head and its bias sit in the global parameter
-slots of kernels/common.py (P_EMB..P_BIAS) and are read by the shared common.embed and
+slots of net/common.py (P_EMB..P_BIAS) and are read by the shared common.embed and
 common.head_forward kernels, so every model names and shapes them the same way.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.kernels import common as KC  # noqa: N812
-from rwkvzip.params import Layout, TensorSpec
+from rwkvzip.net import common as KC  # noqa: N812
+from rwkvzip.net.params import Layout, TensorSpec
 
 VOCAB = 256
 
@@ -31,7 +31,7 @@ class ByteModel:
     """Shapes, layout and index table of one configuration of an architecture.
 
     Subclasses describe their blocks and call `_build`; the int64 index table it makes is
-    what the kernels read (kernels/common.py): dims, parameter offsets, trace offsets.
+    what the kernels read (net/common.py): dims, parameter offsets, trace offsets.
     """
 
     arch: str

@@ -1,6 +1,6 @@
 """The fast predictor's settings (recipe field `counts`) and the arrays its kernels work on:
 byte-oriented count models of several orders and a match model, linearly mixed
-(kernels/counts.py). No network runs."""
+(cm/counts.py). No network runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rwkvzip.kernels import counts as ck
+from rwkvzip.cm import counts as ck
 
 W_INIT_ORDER = 1.0  # initial weight of every order's distribution
 W_INIT_MATCH = 2.0  # ... of the match model

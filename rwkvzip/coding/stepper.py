@@ -44,10 +44,11 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.kernels import context, gdn, gdn_backward, mixer, rwkv7, rwkv7_backward
-from rwkvzip.kernels.common import D_V, T_P, T_Q, gslice, logit_gradient
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.optim import (
+from rwkvzip.cm import context, mixer
+from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
+from rwkvzip.net.gdn import backward as gdn_backward
+from rwkvzip.net.gdn import forward as gdn
+from rwkvzip.net.optim import (
     F_BPTT,
     F_CKPT,
     F_FLOOR,
@@ -58,6 +59,9 @@ from rwkvzip.kernels.optim import (
     apply_gradients,
     learn_head,
 )
+from rwkvzip.net.rwkv7 import backward as rwkv7_backward
+from rwkvzip.net.rwkv7 import forward as rwkv7
+from rwkvzip.ops.jit import jit
 
 ARCH_RWKV7, ARCH_GDN = 0, 1  # the models' arch_id
 ARCH_NONE = -1  # no network: the context models and mixer alone (MODE_NONE)

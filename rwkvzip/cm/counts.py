@@ -18,7 +18,7 @@ r = max(lr, LR_BOOST / (n + LR_BOOST_N)) falling with the weight's number of upd
 Everything that decides a count is an integer; the float arithmetic runs in a fixed order
 (sequential loops, no reductions LLVM may reorder), so every CPU computes the same bits.
 
-Arrays (allocated by rwkvzip.fastcm.CountArrays):
+Arrays (allocated by rwkvzip.cm.fastcm.CountArrays):
   C   uint16 (rows, ROW): row r holds 256 counts, then its check value, total, number of
       distinct bytes and largest count. Row 0 is order 0, rows 1..256 order 1 (by the last
       byte), then 2**bits rows for each hashed input (higher orders, the word context),
@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.kernels.context import hash32, verified_length
-from rwkvzip.kernels.jit import jit
+from rwkvzip.cm.context import hash32, verified_length
+from rwkvzip.ops.jit import jit
 
 M32 = 0xFFFFFFFF
 ROW = 260  # uint16 per row: 256 counts, check, total, distinct, largest count

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rwkvzip.kernels import context as cx
-from rwkvzip.kernels import mixer as mx
+from rwkvzip.cm import context as cx
+from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate")
@@ -29,7 +29,7 @@ class MixConfig:
     weights are chosen by the previous byte and node, and a final mixer of the two;
     net_init: every mixer's initial weight of the network's input (higher for a prior that
     already predicts well); net_gate: scale the network's input by how text-like the recent
-    bytes are (kernels/mixer.py, text_gate), for a prior that learned text. A field
+    bytes are (cm/mixer.py, text_gate), for a prior that learned text. A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 

@@ -1,6 +1,6 @@
 """RWKV-7 byte model: configuration, parameter layout, seeded initialisation, index table.
 
-The numeric work lives in kernels/rwkv7.py; this module describes the shapes and names and
+The numeric work lives in net/rwkv7/forward.py; this module describes the shapes and names and
 builds the int64 table that tells the kernels where everything is.
 """
 
@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rwkvzip.archbase import VOCAB, ByteModel
-from rwkvzip.kernels import common as KC  # noqa: N812
-from rwkvzip.kernels import rwkv7 as K  # noqa: N812
-from rwkvzip.kernels import rwkv7_backward
-from rwkvzip.params import TensorSpec
-from rwkvzip.rng import Rng
+from rwkvzip.net import common as KC  # noqa: N812
+from rwkvzip.net.base import VOCAB, ByteModel
+from rwkvzip.net.params import TensorSpec
+from rwkvzip.net.rng import Rng
+from rwkvzip.net.rwkv7 import backward as rwkv7_backward
+from rwkvzip.net.rwkv7 import forward as K  # noqa: N812
 
 HEAD_SIZE = 64
 INIT_SCALE = 0.02

@@ -1,6 +1,6 @@
 """Flat parameter layout (name -> offset/shape in one float32 vector) and safetensors I/O.
 
-Matrices are stored input-major inside the flat vector (see kernels/linalg.py) but saved in
+Matrices are stored input-major inside the flat vector (see ops/linalg.py) but saved in
 the usual PyTorch (out, in) orientation, so files look like any other checkpoint.
 """
 

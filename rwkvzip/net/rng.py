@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.kernels.jit import jit
+from rwkvzip.ops.jit import jit
 
 LCG_MUL = np.uint64(6364136223846793005)
 SEED_MIX = 0x9E3779B97F4A7C15

@@ -1,10 +1,10 @@
 """Gated DeltaNet byte model: configuration, parameter layout, seeded initialisation, index table.
 
-The numeric work lives in kernels/gdn.py (forward) and kernels/gdn_backward.py; this module
+The numeric work lives in net/gdn/forward.py (forward) and net/gdn/backward.py; this module
 describes the shapes and names and builds the int64 table that tells the kernels where
 everything is. Tensor names follow Qwen3.5's linear-attention layers
 (model.layers.{i}.linear_attn.*, .mlp.*, .input_layernorm, .post_attention_layernorm); the
-embedding, final norm and LM head are the shared global tensors of rwkvzip/archbase.py.
+embedding, final norm and LM head are the shared global tensors of rwkvzip/net/base.py.
 
 Recurrent state, per layer: [conv memory ((conv_kernel - 1) x qkv_dim, oldest row first: the
 pre-conv q|k|v vectors of the previous steps), S (value_heads x key_dim x value_dim, key-major:
@@ -18,13 +18,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rwkvzip.archbase import VOCAB, ByteModel
-from rwkvzip.kernels import common as KC  # noqa: N812
-from rwkvzip.kernels import gdn as K  # noqa: N812
-from rwkvzip.kernels import gdn_backward
-from rwkvzip.kernels.mathf import exp_array, log64, log_array
-from rwkvzip.params import TensorSpec
-from rwkvzip.rng import Rng
+from rwkvzip.net import common as KC  # noqa: N812
+from rwkvzip.net.base import VOCAB, ByteModel
+from rwkvzip.net.gdn import backward as gdn_backward
+from rwkvzip.net.gdn import forward as K  # noqa: N812
+from rwkvzip.net.params import TensorSpec
+from rwkvzip.net.rng import Rng
+from rwkvzip.ops.mathf import exp_array, log64, log_array
 
 INIT_SCALE = 0.02  # uniform half-width of every projection matrix, the embedding and the head
 A_RANGE = (1.0, 16.0)  # A = exp(A_log) drawn uniform in this range (per value head)

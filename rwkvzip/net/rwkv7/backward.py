@@ -15,14 +15,14 @@ dL/d(state after the step) into dL/d(state before it).
 Conventions as in the forward kernels: matrices are input-major (M[i * n_out + o]); every
 reduction runs sequentially in index order; input gradients M · g are explicit per-input
 sums over the outputs and weight gradients are axpy rows, so results are bit-identical on
-every target (see kernels/jit.py and kernels/linalg.py).
+every target (see ops/jit.py and ops/linalg.py).
 """
 
 from __future__ import annotations
 
 import math
 
-from rwkvzip.kernels.common import (
+from rwkvzip.net.common import (
     D_C,
     D_L,
     D_V,
@@ -35,9 +35,7 @@ from rwkvzip.kernels.common import (
     lparam,
     tslice,
 )
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import layer_norm_backward, matvec_t, outer_acc, vec_acc
-from rwkvzip.kernels.rwkv7 import (
+from rwkvzip.net.rwkv7.forward import (
     D_DA,
     D_DG,
     D_DV,
@@ -121,6 +119,8 @@ from rwkvzip.kernels.rwkv7 import (
     S_YWKV,
     layer_state,
 )
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import layer_norm_backward, matvec_t, outer_acc, vec_acc
 
 # ---- scratch layout: N_CVEC vectors of C, then FF, then the largest low rank, then 2 * N ----
 (

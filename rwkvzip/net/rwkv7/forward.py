@@ -1,7 +1,7 @@
 """RWKV-7 forward step (numba).
 
 Arrays handed in:
-  W      float32 flat parameters (layout in rwkvzip/rwkv7.py)
+  W      float32 flat parameters (layout in rwkvzip/net/rwkv7/model.py)
   state  float32 recurrent state: per layer [att_x_prev (C), ffn_x_prev (C), wkv (H, N_k, N_v)]
   tr     float32 trace: every intermediate of the step, kept for the backward pass
   I      int64 index table: dims, then parameter offsets, then trace offsets
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from rwkvzip.kernels.common import (
+from rwkvzip.net.common import (
     D_C,
     D_L,
     LAYER_NORM_EPS,
@@ -28,9 +28,9 @@ from rwkvzip.kernels.common import (
     lparam,
     tslice,
 )
-from rwkvzip.kernels.jit import jit
-from rwkvzip.kernels.linalg import group_norm, l2_normalize, layer_norm, matvec
-from rwkvzip.kernels.mathf import exp_into, sigmoid_vector, tanh64
+from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import group_norm, l2_normalize, layer_norm, matvec
+from rwkvzip.ops.mathf import exp_into, sigmoid_vector, tanh64
 
 # ---- index table I: RWKV-7 dims (after the common ones) ----------------------------------
 D_H, D_N, D_I, D_DW, D_DA, D_DV, D_DG = range(4, 11)
