@@ -175,6 +175,9 @@ class Recipe:
         return cls.from_dict(d)
 
 
+# the settings of a network's online learning (they do nothing when lr is 0)
+_TRAINING_FIELDS = ("optimizer", "beta1", "beta2", "eps", "bptt", "ckpt", "scope", "clip",
+                    "warmup", "decay", "lr_min")
 _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
                 "eps": float, "bptt": int, "ckpt": int, "scope": str, "clip": float,
                 "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int,
@@ -333,7 +336,38 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
     recipe = replace(base, model=replace(model, **model_kw), **top_kw)
     if base.prior and (recipe.arch, recipe.model) != (base.arch, base.model):
         recipe = replace(recipe, prior="")  # the prior has its own size: seeded weights
-    if mix is not None:
+    if mix is not None and recipe.counts is None:
         recipe = replace(recipe, mix=(base.mix or MixConfig()) if mix else None)
+    unused = _unused_setting(recipe, [*model_kw, *top_kw] + (["mix"] if mix is not None else []))
+    if unused:
+        raise RecipeError(f"{unused[0]!r} does not apply to this recipe: {unused[1]}")
     recipe.validate()
     return recipe
+
+
+def _unused_setting(recipe: Recipe, names: list[str]) -> tuple[str, str] | None:
+    """The first of `names` that would change the recipe's header but not what it computes
+    (a network setting where no network runs, training settings of a network that does not
+    learn, a seed where a prior gives the weights), and why; None if all apply."""
+    network = recipe.counts is None and (recipe.mix is None or recipe.mix.network)
+    adam_only = ("beta1", "beta2", "eps")
+    for name in names:
+        if name == "contract":
+            continue
+        if recipe.counts is not None:
+            return name, "its count models run no network and no mixer"
+        if name == "mix":
+            continue
+        if not network:
+            return name, "it runs no network"
+        if name == "seed" and recipe.prior:
+            return name, "its network starts from a prior, not from seeded weights"
+        if name in _TRAINING_FIELDS and recipe.lr == 0.0:
+            return name, "its network does not learn (lr 0; set lr too)"
+        if name in adam_only and recipe.optimizer != "adam":
+            return name, "it is an Adam setting and the optimizer is sgd"
+        if name == "scope" and recipe.bptt == 0:
+            return name, "with bptt 0 only the output layer learns"
+        if name == "ckpt" and recipe.bptt < 2:
+            return name, "checkpoints are for truncated BPTT (bptt >= 2)"
+    return None

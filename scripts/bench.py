@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness import CORPUS, ROOT
+
 try:
     import brotli
     import pyppmd
@@ -50,8 +52,7 @@ except ImportError as exc:
     raise SystemExit(f'{exc}: the benchmark needs the bench extra, pip install -e ".[bench]"'
                      ) from None
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
+DEFAULT_CORPUS = CORPUS
 PLOT_PATH = Path("docs") / "bench" / "pareto.png"
 ALL = "all files"
 # Thread pools some libraries could start; rwkvzip uses none of them, this makes sure.

@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT
+
 DEFAULT_FILE = ROOT.parent / "shared" / "corpus" / "canterbury" / "alice29.txt"
 DEFAULT_HEAD = 20_000
 SUMMARY = re.compile(r"in ([0-9.]+) s(?: \(\+ ([0-9.]+) s start-up\))?")

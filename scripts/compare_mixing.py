@@ -17,11 +17,12 @@ import argparse
 import io
 import json
 import resource
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from rwkvzip.api import compress_stream, decompress_stream
+from harness import roundtrip
+
+from rwkvzip.api import compress_stream
 from rwkvzip.coding import container
 from rwkvzip.recipe import preset_by_name
 
@@ -39,24 +40,19 @@ def part_recipe(preset: str, part: str, orders: str | None = None, mix: tuple = 
     if part == "neural":
         return replace(recipe, mix=None)
     if part == "cm":
-        return replace(recipe, mix=replace(recipe.mix, network=False))
+        return replace(recipe, mix=replace(recipe.mix, network=False), prior="")
     return recipe
 
 
 def measure(path: Path, recipe) -> dict:
-    data = path.read_bytes()
-    packed, out = io.BytesIO(), io.BytesIO()
-    t0 = time.process_time()
-    compress_stream(io.BytesIO(data), packed, recipe)
-    t1 = time.process_time()
-    decompress_stream(io.BytesIO(packed.getvalue()), out)
-    t2 = time.process_time()
-    assert out.getvalue() == data, f"roundtrip failed for {path}"
-    return {"file": path.name, "bytes": len(data), "compressed": len(packed.getvalue()),
-            "header": len(container.encode_header(recipe)),
-            "bpb": 8 * len(packed.getvalue()) / len(data),
-            "compress_kBps": len(data) / 1e3 / (t1 - t0),
-            "decompress_kBps": len(data) / 1e3 / (t2 - t1)}
+    """One verified roundtrip; speeds in KB per second of this process's CPU time."""
+    r = roundtrip(path.read_bytes(), recipe)
+    if not r.ok:
+        raise SystemExit(f"roundtrip failed for {path}")
+    return {"file": path.name, "bytes": r.bytes, "compressed": r.compressed,
+            "header": r.header, "bpb": r.bpb,
+            "compress_kBps": r.bytes / 1e3 / r.compress_cpu_s,
+            "decompress_kBps": r.bytes / 1e3 / r.decompress_cpu_s}
 
 
 def table(paths: list[Path]) -> None:
@@ -79,7 +75,7 @@ def table(paths: list[Path]) -> None:
     print("\npeak RSS (MiB): " + ", ".join(f"{p} {parts[p]['max_rss_mib']:.0f}" for p in order))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--part", choices=["neural", "cm", "mixed"])
@@ -89,7 +85,7 @@ def main() -> None:
     ap.add_argument("--mix", action="append", default=[], metavar="FIELD=VALUE",
                     help="another MixConfig field of the preset changed (repeatable)")
     ap.add_argument("--table", action="store_true", help="print the table of JSON files")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.table:
         table(args.files)
         return

@@ -8,12 +8,11 @@ Every roundtrip is verified. Prints a markdown table; --json writes the rows.
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import time
 from pathlib import Path
 
-from rwkvzip.api import compress_stream, decompress_stream
+from harness import roundtrip
+
 from rwkvzip.recipe import default_recipe, parse_settings, with_overrides
 
 MODES = {
@@ -25,20 +24,14 @@ MODES = {
 
 
 def measure(path: Path, recipe) -> dict:
-    data = path.read_bytes()
-    packed, out = io.BytesIO(), io.BytesIO()
-    t0 = time.perf_counter()
-    compress_stream(io.BytesIO(data), packed, recipe)
-    t1 = time.perf_counter()
-    decompress_stream(io.BytesIO(packed.getvalue()), out)
-    t2 = time.perf_counter()
-    assert out.getvalue() == data, f"roundtrip failed for {path}"
-    return {"file": path.name, "bpb": 8 * len(packed.getvalue()) / len(data),
-            "compress_kBps": len(data) / 1e3 / (t1 - t0),
-            "decompress_kBps": len(data) / 1e3 / (t2 - t1)}
+    r = roundtrip(path.read_bytes(), recipe)
+    if not r.ok:
+        raise SystemExit(f"roundtrip failed for {path}")
+    return {"file": path.name, "bpb": r.bpb, "compress_kBps": r.compress_kbps,
+            "decompress_kBps": r.decompress_kbps}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--hidden", type=int, default=64)
@@ -46,7 +39,7 @@ def main() -> None:
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset")
     ap.add_argument("--set", default="", help="more recipe settings, e.g. arch=gdn,mlp=384")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     extra = parse_settings(args.set)
     rows = []
     print("| mode | file | bpb | compress KB/s | decompress KB/s |\n|---|---|---:|---:|---:|")

@@ -38,12 +38,13 @@ import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness import CORPUS, ROOT
+
 from rwkvzip import corpus as corp
 from rwkvzip import priors, training
 from rwkvzip.recipe import ARCHS, Recipe, parse_settings, with_overrides
 
-ROOT = Path(__file__).resolve().parents[1]
-EVAL_CORPUS = ROOT.parent / "shared" / "corpus"
+EVAL_CORPUS = CORPUS
 DOWNLOADS = Path.home() / ".cache" / "rwkvzip-pretrain"
 MiB = 1 << 20
 # Names of evaluation files (and of their newer versions that packages ship).

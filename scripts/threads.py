@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 from rwkvzip.coding import blocks, container  # noqa: E402

@@ -26,18 +26,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from rwkvzip.api import compress_stream, decompress_stream
+from harness import CORPUS, roundtrip
+
+from rwkvzip.api import compress_stream
 from rwkvzip.cm.fastcm import CountsConfig
 from rwkvzip.cm.mixing import MixConfig
-from rwkvzip.coding import container
 from rwkvzip.priors import Prior, load_prior, with_prior
 from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TEXT = ["canterbury/alice29.txt", "canterbury/asyoulik.txt", "canterbury/cp.html",
         "canterbury/fields.c", "canterbury/grammar.lsp", "canterbury/lcet10.txt",
         "canterbury/plrabn12.txt", "canterbury/xargs.1", "large/bible.txt",
@@ -92,23 +91,17 @@ def _fields(settings: dict, group: str) -> dict:
 
 def measure(recipe: Recipe, data: bytes, decompress: bool, prior: Prior | None = None) -> dict:
     """Compressed size with a one-byte card header; CPU and wall seconds of each direction."""
-    out = io.BytesIO()
-    c0, w0 = time.process_time(), time.perf_counter()
-    compress_stream(io.BytesIO(data), out, recipe, prior=prior)
-    row = {"compressed": len(out.getvalue()) - len(container.encode_header(recipe)) + 1,
-           "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0}
+    r = roundtrip(data, recipe, prior, decompress)
+    if not r.ok:
+        raise SystemExit(f"roundtrip failed: {recipe.to_json().decode()}")
+    row = {"compressed": r.compressed - r.header + 1, "cpu_s": r.compress_cpu_s,
+           "wall_s": r.compress_wall_s}
     if decompress:
-        back = io.BytesIO()
-        c0, w0 = time.process_time(), time.perf_counter()
-        decompress_stream(io.BytesIO(out.getvalue()), back, prior=prior)
-        row.update(decompress_cpu_s=time.process_time() - c0,
-                   decompress_wall_s=time.perf_counter() - w0)
-        if back.getvalue() != data:
-            raise SystemExit(f"roundtrip failed: {recipe.to_json().decode()}")
+        row.update(decompress_cpu_s=r.decompress_cpu_s, decompress_wall_s=r.decompress_wall_s)
     return row
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--base", default="mix-v1", help="preset card the specs start from")
@@ -120,7 +113,7 @@ def main() -> None:
     ap.add_argument("--decompress", action="store_true",
                     help="also decompress, check and time every file")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     files = args.files or [args.corpus / name for name in SETS[args.set]]
     inputs = {f.name: f.read_bytes()[:args.head or None] for f in files}
     base = preset_by_name(args.base).recipe

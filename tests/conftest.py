@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -13,19 +12,9 @@ from rwkvzip.net.rwkv7.model import Rwkv7Config
 from rwkvzip.recipe import Recipe
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))  # the scripts import their shared harness
 
-
-def _find_corpus() -> Path:
-    """RWKVZIP_CORPUS, else ../shared/corpus beside the checkout, else the workplace copy."""
-    candidates = [os.environ.get("RWKVZIP_CORPUS"), ROOT.parent / "shared" / "corpus",
-                  "/work/shared/corpus"]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c)
-    return ROOT.parent / "shared" / "corpus"
-
-
-CORPUS = _find_corpus()
+from harness import CORPUS  # noqa: E402
 
 TINY_CONFIG = Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8, a_rank=8, v_rank=8,
                           g_rank=16)

@@ -1,6 +1,7 @@
 """Recipes: canonical JSON, validation, presets."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -62,6 +63,26 @@ def test_another_network_size_starts_from_seeded_weights_not_the_prior():
         assert with_overrides(base, **change).prior == ""
     kept = with_overrides(base, hidden=base.model.hidden, lr=0.0001)
     assert kept.lr == 0.0001 and kept.prior == base.prior
+
+
+def test_a_setting_that_would_change_nothing_but_the_header_is_an_error():
+    fast = level_recipe(1)  # count models
+    for change in ({"hidden": 128}, {"seed": 9}, {"optimizer": "sgd"}, {"mix": False}):
+        with pytest.raises(RecipeError, match="does not apply.*count models"):
+            with_overrides(fast, **change)
+    default = default_recipe()  # a frozen prior
+    with pytest.raises(RecipeError, match="does not learn"):
+        with_overrides(default, bptt=8)
+    with pytest.raises(RecipeError, match="prior"):
+        with_overrides(default, seed=3)
+    assert with_overrides(default, bptt=8, lr=1e-4).bptt == 8
+    assert with_overrides(default, hidden=64, seed=3).seed == 3  # seeded now: the seed applies
+    alone = replace(default, mix=replace(default.mix, network=False), prior="")
+    with pytest.raises(RecipeError, match="no network"):
+        with_overrides(alone, hidden=64)
+    sgd = with_overrides(preset_by_name("mix-v2").recipe, optimizer="sgd")
+    with pytest.raises(RecipeError, match="Adam"):
+        with_overrides(sgd, beta2=0.9)
 
 
 def test_every_level_names_a_card_and_the_default_level_is_the_default_recipe():

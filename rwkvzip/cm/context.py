@@ -17,15 +17,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from rwkvzip.cm.history import (
+    extend_match,
+    hash32,
+    match_bucket,
+    next_word,
+    verified_length,
+    word_context,
+)
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import sigmoid64
 
-M32 = 0xFFFFFFFF
 SLOT = 16  # uint32 per table slot: check word + 15 nibble-tree counters
 P_BITS = 22  # counter probability bits (the low 10 bits count updates)
 P_HALF = 1 << (P_BITS - 1 + 10)  # a fresh counter: p = 1/2, count 0
 MATCH_MIN = 6  # bytes hashed to find a match candidate
-MATCH_MAX = 65535
 WORD_ORDER = 0  # an "order" of 0 in the recipe's list means the word context
 COUNT_LIMIT_MAX = 1023
 
@@ -68,18 +74,6 @@ MAP_P_BITS = 6  # ... and per probability (its top bits)
 
 # reciprocal table for the counters' adaptive rate: DT[n] = 2**16 / (n + 1.5)
 DT = np.array([int(65536 / (n + 1.5)) for n in range(COUNT_LIMIT_MAX + 1)], dtype=np.int64)
-
-
-@jit
-def hash32(x):
-    """A fixed 32-bit mixing function (integer-only, so identical on every machine)."""
-    x = x & M32
-    x ^= x >> 16
-    x = (x * 0x45D9F3B) & M32
-    x ^= x >> 16
-    x = (x * 0x45D9F3B) & M32
-    x ^= x >> 16
-    return x
 
 
 @jit
@@ -193,11 +187,6 @@ def update_models(CT, S, SM, symbol, map_rate):
 
 
 @jit
-def is_word_byte(c):
-    return (97 <= c <= 122) or (65 <= c <= 90) or c >= 128
-
-
-@jit
 def back(HB, pos, hmask, d):
     """a(d): the byte d positions back (d = 1: the last byte)."""
     return np.int64(HB[(pos - d) & hmask])
@@ -284,17 +273,13 @@ def next_contexts(S, HB, byte):
     HB[pos & hmask] = np.uint8(symbol)
     S[S_POS] = pos + 1
     S[S_HIST] = ((S[S_HIST] << 8) | symbol) & 0xFFFFFFFFFFFFFF  # last 7 bytes
-    if is_word_byte(symbol):
-        c = symbol + 32 if 65 <= symbol <= 90 else symbol
-        S[S_WORD] = hash32((S[S_WORD] ^ c) * 0x2F0B3A49)
-    elif S[S_WORD] != 0:
-        S[S_WORD] = 0
+    S[S_WORD] = next_word(S[S_WORD], symbol)
     if S[S_REC_ON] != 0:  # only recipes with a record kind pay for the detection
         record_update(S, pos, symbol, hmask)
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
         if k == WORD_ORDER:
-            h = hash32(S[S_WORD] * 0x3C6EF372 + (S[S_HIST] & 0xFF) + 0x1000000)
+            h = word_context(S[S_WORD], S[S_HIST] & 0xFF)
         elif k <= 7:
             h = k
             for i in range(k):
@@ -305,29 +290,11 @@ def next_contexts(S, HB, byte):
 
 
 @jit
-def verified_length(HB, cand, pos, hmask):
-    """How many bytes (up to 32) before position cand equal those before pos: a hash hit's
-    real match length."""
-    n = 0
-    while n < 32 and n < cand and HB[(cand - 1 - n) & hmask] == HB[(pos - 1 - n) & hmask]:
-        n += 1
-    return n
-
-
-@jit
 def match_update(S, HB, CT):
     """After next_contexts: extend or drop the current match, then look for a new one."""
     hmask = (1 << S[S_HBITS]) - 1
     pos = S[S_POS]
-    symbol = np.int64(HB[(pos - 1) & hmask])
-    length = S[S_LEN]
-    if length > 0:
-        if S[S_EXPECT] == symbol:
-            S[S_PTR] += 1
-            if length < MATCH_MAX:
-                S[S_LEN] = length + 1
-        else:
-            S[S_LEN] = 0
+    extend_match(S, S_LEN, S_PTR, S_EXPECT, np.int64(HB[(pos - 1) & hmask]))
     if pos >= MATCH_MIN:
         h = hash32(S[S_HIST] & 0xFFFFFFFFFFFF) ^ hash32((S[S_HIST] >> 32) & 0xFFFF)
         idx = S[S_MATCH_BASE] + (h >> (32 - S[S_MBITS]))
@@ -343,11 +310,6 @@ def match_update(S, HB, CT):
 
 
 @jit
-def match_bucket(length):
-    return length if length < 16 else min(16 + ((length - 16) >> 3), MATCH_BUCKETS - 1)
-
-
-@jit
 def match_inputs(CT, S, ST, X, col):
     """X[node, col]: the match model's evidence, +-stretch(p(expected bit is right)) on the
     path of the byte that followed the earlier occurrence, 0 elsewhere."""
@@ -356,7 +318,7 @@ def match_inputs(CT, S, ST, X, col):
     e = S[S_EXPECT]
     if e < 0:
         return
-    st = ST[counter_p12(CT, S[S_MCOUNT_BASE] + match_bucket(S[S_LEN]))]
+    st = ST[counter_p12(CT, S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS))]
     node = 1
     for d in range(8):
         bit = (e >> (7 - d)) & 1
@@ -370,7 +332,7 @@ def match_learn(CT, S, symbol):
     e = S[S_EXPECT]
     if e < 0:
         return
-    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN])
+    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS)
     for d in range(8):
         ok = ((e >> (7 - d)) & 1) == ((symbol >> (7 - d)) & 1)
         update_counter(CT, i, 1 if ok else 0, COUNT_LIMIT_MAX)

@@ -38,16 +38,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwkvzip.cm.context import hash32, verified_length
+from rwkvzip.cm.history import (
+    M32,
+    extend_match,
+    hash32,
+    match_bucket,
+    next_word,
+    verified_length,
+    word_context,
+)
 from rwkvzip.ops.jit import jit
 
-M32 = 0xFFFFFFFF
 ROW = 260  # uint16 per row: 256 counts, check, total, distinct, largest count
 R_CHECK, R_TOTAL, R_DISTINCT, R_MAX = 256, 257, 258, 259
 MAX_ORDERS = 9  # byte orders 0 ... 7 and the word context
 WORD = 8  # the "order" of the word context: the current word's letters and the last byte
 NCONF = 64  # confidence contexts per input (count/distinct buckets, match lengths)
-MATCH_MAX = 65535
 
 # S slots
 (S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_WORD,
@@ -124,13 +130,6 @@ def byte_class(c):
 
 
 @jit
-def match_bucket(length):
-    if length < 16:
-        return length
-    return min(16 + ((length - 16) >> 3), NCONF - 1)
-
-
-@jit
 def contexts(C, S):
     """Rows of every input's current context (from the history), and where an unknown
     context would go: of the two slots its hash names, an empty one, else the one whose row
@@ -143,7 +142,7 @@ def contexts(C, S):
             S[S_ROW + i] = S[S_BASE + i] + (hist & 0xFF if k == 1 else 0)
             continue
         if k == WORD:
-            h = hash32(S[S_WORD] * 0x3C6EF372 + (hist & 0xFF) + 0x1000000)
+            h = word_context(S[S_WORD], hist & 0xFF)
         else:
             h = hash32(k * 0x9E3779B1 + 0x5BD1E995)
             for j in range(k):
@@ -207,7 +206,7 @@ def predict(C, S, W):
     S[S_WI + K] = -1
     e = S[S_EXPECT]
     if e >= 0:
-        wi = wset + K * NCONF + match_bucket(S[S_LEN])
+        wi = wset + K * NCONF + match_bucket(S[S_LEN], NCONF)
         S[S_WI + K] = wi
         z += W[wi]
         P[e] += W[wi]
@@ -300,17 +299,8 @@ def learn_match(S, HB, y):
     pos += 1
     S[S_POS] = pos
     S[S_HIST] = ((S[S_HIST] << 8) | y) & 0xFFFFFFFFFFFFFF  # the last 7 bytes
-    if (97 <= y <= 122) or (65 <= y <= 90) or y >= 128:  # a letter: the word goes on
-        S[S_WORD] = hash32((S[S_WORD] ^ (y + 32 if 65 <= y <= 90 else y)) * 0x2F0B3A49)
-    else:
-        S[S_WORD] = 0
-    length = S[S_LEN]
-    if length > 0:
-        if S[S_EXPECT] == y:
-            S[S_PTR] += 1
-            S[S_LEN] = min(length + 1, MATCH_MAX)
-        else:
-            S[S_LEN] = 0
+    S[S_WORD] = next_word(S[S_WORD], y)
+    extend_match(S, S_LEN, S_PTR, S_EXPECT, y)
     mmin = S[S_MMIN]
     if pos >= mmin:
         key = S[S_HIST] & ((1 << (8 * mmin)) - 1)

@@ -1,0 +1,75 @@
+"""Smoke tests of the measuring scripts that share scripts/harness.py: tune.py,
+compare_mixing.py, compare_training.py, roundtrip_corpus.py, on a small file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import load_script
+
+TEXT = b"the scripts share one harness: time, roundtrip, bits per byte; " * 40
+
+
+@pytest.fixture
+def sample(tmp_path):
+    path = tmp_path / "sample.txt"
+    path.write_bytes(TEXT)
+    return path
+
+
+def test_harness_roundtrip_times_and_verifies():
+    from rwkvzip.recipe import level_recipe
+
+    harness = load_script("harness")
+    r = harness.roundtrip(TEXT, level_recipe(1))
+    assert r.ok and r.bytes == len(TEXT) and 0 < r.compressed < len(TEXT)
+    assert r.bpb == 8 * r.compressed / len(TEXT) and r.card_bpb < r.bpb
+    assert r.compress_kbps > 0 and r.decompress_kbps > 0
+    row = r.row(file="x")
+    assert row["file"] == "x" and row["compress_kBps"] == r.compress_kbps
+    assert harness.corpus_files(harness.CORPUS) or not harness.CORPUS.exists()
+
+
+def test_tune_compares_candidates_on_a_file(sample, tmp_path, capsys):
+    tune = load_script("tune")
+    out = tmp_path / "t.json"
+    tune.main(["--base", "fast-v1", "--try", "-", "--try", "counts.table_bits=12",
+               "--decompress", "--json", str(out), str(sample)])
+    results = json.loads(out.read_text())["results"]
+    assert [r["spec"] for r in results] == ["-", "counts.table_bits=12"]
+    assert results[1]["recipe"]["counts"]["table_bits"] == 12
+    for r in results:
+        row = r["rows"][0]
+        assert row["bytes"] == len(TEXT) and 0 < r["total_bpb"] < 8
+        assert row["decompress_cpu_s"] > 0
+    assert "| `counts.table_bits=12` |" in capsys.readouterr().out
+
+
+def test_compare_mixing_writes_a_part_and_tables_it(sample, tmp_path, capsys):
+    compare = load_script("compare_mixing")
+    out = tmp_path / "cm.json"
+    compare.main(["--part", "cm", "--preset", "mix-v5", "--json", str(out), str(sample)])
+    part = json.loads(out.read_text())
+    assert part["part"] == "cm" and part["rows"][0]["bytes"] == len(TEXT)
+    compare.main(["--table", str(out)])
+    assert "| sample.txt |" in capsys.readouterr().out
+
+
+def test_compare_training_measures_a_mode(sample, tmp_path):
+    compare = load_script("compare_training")
+    out = tmp_path / "tr.json"
+    compare.main(["--modes", "head-only", "--hidden", "16", "--set",
+                  "key_heads=1,value_heads=1,key_dim=16,value_dim=16,mlp=32", "--json", str(out),
+                  str(sample)])
+    (row,) = json.loads(out.read_text())
+    assert row["mode"] == "head-only" and 0 < row["bpb"] < 8 and row["compress_kBps"] > 0
+
+
+def test_roundtrip_corpus_checks_files_and_edge_inputs(sample, tmp_path):
+    script = load_script("roundtrip_corpus")
+    out = tmp_path / "rt.json"
+    assert script.main(["--preset", "fast-v1", "--json", str(out), str(sample)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["bytes"] for r in rows] == [len(TEXT), 0, 1] and all(r["ok"] for r in rows)
