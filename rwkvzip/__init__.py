@@ -23,7 +23,7 @@ _PUBLIC = {
     "compress": "api", "decompress": "api", "Compressor": "api", "Decompressor": "api",
     "compress_stream": "api", "decompress_stream": "api", "Stats": "api",
     "open": "fileobj", "RwkvzipFile": "fileobj",
-    "FormatError": "container", "Recipe": "recipe", "RecipeError": "recipe",
+    "FormatError": "coding.container", "Recipe": "recipe", "RecipeError": "recipe",
     "train": "training", "load_prior": "priors", "PriorError": "priors",
 }
 __all__ = ["__version__", *_PUBLIC]

@@ -20,6 +20,7 @@ from rwkvzip.net.params import (
     safetensors_bytes,
 )
 from rwkvzip.net.rwkv7.model import Rwkv7Config
+from rwkvzip.ops import ALPHABET
 from rwkvzip.recipe import ARCHS
 
 
@@ -81,7 +82,7 @@ def model_from_tensors(tensors: dict[str, np.ndarray], metadata: dict[str, str],
             raise ModelFileError(f"{path}: bad config metadata ({exc})") from None
     elif arch == "rwkv7":  # a reference checkpoint: config from shapes, no output bias
         cfg = _infer_rwkv7_config(tensors, path)
-        tensors.setdefault("lm_head.bias", np.zeros(256, dtype=np.float32))
+        tensors.setdefault("lm_head.bias", np.zeros(ALPHABET, dtype=np.float32))
     else:
         raise ModelFileError(f"{path}: no {CONFIG_METADATA_KEY} metadata for {arch}")
     try:

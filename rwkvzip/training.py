@@ -24,6 +24,7 @@ import numpy as np
 from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor
 from rwkvzip.corpus import Document
 from rwkvzip.net import optim
+from rwkvzip.ops import ALPHABET
 from rwkvzip.recipe import Recipe, RecipeError
 
 Log = Callable[[str], None]
@@ -55,7 +56,7 @@ def evaluate(recipe: Recipe, W: np.ndarray, docs: list[Document]) -> float:
     if not total:
         return float("nan")
     predictor = NetworkPredictor(frozen(recipe), W)
-    rows = np.empty((ENCODE_BLOCK, 256), dtype=np.float32)
+    rows = np.empty((ENCODE_BLOCK, ALPHABET), dtype=np.float32)
     return sum(document_bits(predictor, d.data, rows) for d in docs) / total
 
 
@@ -138,7 +139,7 @@ def fit(recipe: Recipe, docs: list[Document], *, weights: np.ndarray | None = No
         if log:
             log(f"resumed at epoch {st.epoch}, document {st.doc}, "
                 f"{st.bytes_trained:,} bytes, {st.seconds:.0f} s")
-    rows = np.empty((ENCODE_BLOCK, 256), dtype=np.float32)
+    rows = np.empty((ENCODE_BLOCK, ALPHABET), dtype=np.float32)
     start = time.monotonic() - st.seconds
     last_ckpt = time.monotonic()
     window_bits, window_bytes = 0.0, 0

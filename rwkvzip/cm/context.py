@@ -25,6 +25,7 @@ from rwkvzip.cm.history import (
     verified_length,
     word_context,
 )
+from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import sigmoid64
 
@@ -46,9 +47,9 @@ MAX_MODELS = 16
 S_REC = S_SLOTS + 17 * MAX_MODELS  # detected record length r (0: none yet)
 S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON = range(S_REC + 1, S_REC + 6)
 S_CPOS = S_REC + 8  # S[S_CPOS + c]: 1 + position of the last byte c (0: not seen)
-S_CDIST = S_CPOS + 256  # S[S_CDIST + c]: distance between the last two bytes c
-S_CRUN = S_CDIST + 256  # S[S_CRUN + c]: how many times in a row that distance repeated
-N_S = S_CRUN + 256
+S_CDIST = S_CPOS + ALPHABET  # S[S_CDIST + c]: distance between the last two bytes c
+S_CRUN = S_CDIST + ALPHABET  # S[S_CRUN + c]: how many times in a row that distance repeated
+N_S = S_CRUN + ALPHABET
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16

@@ -47,10 +47,11 @@ from rwkvzip.cm.history import (
     verified_length,
     word_context,
 )
+from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 
-ROW = 260  # uint16 per row: 256 counts, check, total, distinct, largest count
-R_CHECK, R_TOTAL, R_DISTINCT, R_MAX = 256, 257, 258, 259
+ROW = ALPHABET + 4  # uint16 per row: 256 counts, check, total, distinct, largest count
+R_CHECK, R_TOTAL, R_DISTINCT, R_MAX = range(ALPHABET, ALPHABET + 4)
 MAX_ORDERS = 9  # byte orders 0 ... 7 and the word context
 WORD = 8  # the "order" of the word context: the current word's letters and the last byte
 NCONF = 64  # confidence contexts per input (count/distinct buckets, match lengths)
@@ -71,8 +72,8 @@ S_MT = 112  # the match hash table starts here (then the hash tables of the inpu
 N_S = S_MT
 
 # W slots
-W_Z, W_LR, W_MIN_, W_MAX_, W_FLOOR = range(256, 261)
-W_BASE = 264
+W_Z, W_LR, W_MIN_, W_MAX_, W_FLOOR = range(ALPHABET, ALPHABET + 5)
+W_BASE = ALPHABET + 8  # the weight sets start here
 W_MIN = 1.0 / 4096.0
 W_MAX = 4096.0
 LR_BOOST, LR_BOOST_N = 2.0, 4.0  # a weight's first updates are faster (see the top)
@@ -180,12 +181,12 @@ def predict(C, S, W):
         if S[S_ORDER + i] != WORD and known(C, S, i) and C[S[S_ROW + i], R_TOTAL] > 0:
             h = i
     wset = W_BASE + (BYTE_CLASSES * h + byte_class(S[S_HIST] & 0xFF)) * nin * NCONF
-    P = W[:256]
+    P = W[:ALPHABET]
     wu = W[wset + (K + 1) * NCONF]
     S[S_WI + K + 1] = wset + (K + 1) * NCONF
     z = np.float64(wu)
-    u = np.float32(wu) / np.float32(256.0)
-    for x in range(256):
+    u = np.float32(wu) / np.float32(ALPHABET)
+    for x in range(ALPHABET):
         P[x] = u
     for i in range(K):
         S[S_WI + i] = -1
@@ -201,7 +202,7 @@ def predict(C, S, W):
         z += w
         s = w / np.float32(t)
         row = C[r]
-        for x in range(256):
+        for x in range(ALPHABET):
             P[x] += s * np.float32(row[x])
     S[S_WI + K] = -1
     e = S[S_EXPECT]
@@ -212,8 +213,8 @@ def predict(C, S, W):
         P[e] += W[wi]
     W[W_Z] = z
     floor = W[W_FLOOR]
-    scale = np.float32((1.0 - 256.0 * floor) / z)
-    for x in range(256):
+    scale = np.float32((1.0 - ALPHABET * floor) / z)
+    for x in range(ALPHABET):
         P[x] = floor + scale * P[x]
 
 
@@ -222,7 +223,7 @@ def input_q(C, S, i, y):
     """Input i's probability of byte y (orders, then match, then uniform)."""
     K = S[S_K]
     if i == K + 1:
-        return 1.0 / 256.0
+        return 1.0 / ALPHABET
     if i == K:
         return 1.0 if S[S_EXPECT] == y else 0.0
     r = S[S_ROW + i]
@@ -280,7 +281,7 @@ def learn_counts(C, S, y):
         if t > limit:
             t = 0
             d = 0
-            for x in range(256):
+            for x in range(ALPHABET):
                 v = np.int64(row[x]) >> 1
                 row[x] = np.uint16(v)
                 t += v
@@ -339,7 +340,7 @@ def run(data, probs, record, C, S, W, HB):
     """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution."""
     for t in range(data.shape[0]):
         if record:
-            for x in range(256):
+            for x in range(ALPHABET):
                 probs[t, x] = W[x]
         learn(np.int64(data[t]), C, S, W, HB)
 

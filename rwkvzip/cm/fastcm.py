@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import counts as ck
+from rwkvzip.ops import ALPHABET
 
 W_INIT_ORDER = 1.0  # initial weight of every order's distribution
 W_INIT_MATCH = 2.0  # ... of the match model
@@ -56,7 +57,7 @@ class CountsConfig:
         return self.orders + ((ck.WORD,) if self.word else ())
 
     def rows(self) -> int:
-        return sum(1 if k == 0 else 256 if k == 1 else 1 << self.table_bits
+        return sum(1 if k == 0 else ALPHABET if k == 1 else 1 << self.table_bits
                    for k in self.inputs())
 
     def slots(self) -> int:
@@ -95,7 +96,7 @@ class CountArrays:
             S[ck.S_BASE + i] = base
             S[ck.S_BITS + i] = 0 if k <= 1 else cfg.table_bits
             S[ck.S_TAB + i] = tab
-            base += 1 if k == 0 else 256 if k == 1 else 1 << cfg.table_bits
+            base += 1 if k == 0 else ALPHABET if k == 1 else 1 << cfg.table_bits
             tab += 0 if k <= 1 else 1 << cfg.table_bits
         self.C = np.zeros((base, ck.ROW), dtype=np.uint16)
         W = np.zeros(ck.weights_size(K), dtype=np.float32)
@@ -109,5 +110,5 @@ class CountArrays:
         sets[:, K + 1] = W_INIT_UNIFORM
         self.S, self.W = S, W
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
-        self.probs = W[:256]  # the distribution of the next byte, kept current by the kernels
+        self.probs = W[:ALPHABET]  # the distribution of the next byte, kept current by the kernels
         ck.begin(self.C, S, W)

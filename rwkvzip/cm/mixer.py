@@ -33,6 +33,7 @@ from rwkvzip.cm.context import (
     node_inputs,
     update_models,
 )
+from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
 
@@ -70,11 +71,12 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1) -> tuple[dic
     nin = 2 * n_models + 2 + int(net)  # counters, their maps, match, bias, network
     two = selectors > 1
     sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
-             ("w", 3 * (n_models + 1) * 256 * nin),
-             ("a1", 256 * APM_CELLS), ("a2", 65536 * APM_CELLS),
-             ("x", 256 * nin), ("dot", 256), ("pm", 256), ("sum", 512),
-             ("gm", max(bptt, 1) * 256),
-             ("w2", 65536 * nin * two), ("wf", 512 * two), ("zs", 512 * two)]
+             ("w", 3 * (n_models + 1) * ALPHABET * nin),
+             ("a1", ALPHABET * APM_CELLS), ("a2", ALPHABET * ALPHABET * APM_CELLS),
+             ("x", ALPHABET * nin), ("dot", ALPHABET), ("pm", ALPHABET), ("sum", 2 * ALPHABET),
+             ("gm", max(bptt, 1) * ALPHABET),
+             ("w2", ALPHABET * ALPHABET * nin * two), ("wf", 2 * ALPHABET * two),
+             ("zs", 2 * ALPHABET * two)]
     offsets, at = {"nin": nin}, N_MX_HEAD
     for name, n in sizes:
         offsets[name] = at
@@ -87,17 +89,17 @@ def init_tables(S, MX):
     """Initial mixer weights, adaptive maps and APM tables (all identity maps)."""
     nin = S[S_NIN]
     K = S[S_K]
-    w = MX[S[S_W]:S[S_W] + 3 * (K + 1) * 256 * nin]
-    for i in range(3 * (K + 1) * 256):
+    w = MX[S[S_W]:S[S_W] + 3 * (K + 1) * ALPHABET * nin]
+    for i in range(3 * (K + 1) * ALPHABET):
         for c in range(2 * K):
             w[i * nin + c] = W_INIT_CTX
-        w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * 256 else W_INIT_MATCH[0]
+        w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * ALPHABET else W_INIT_MATCH[0]
         w[i * nin + 2 * K + 1] = 0.0  # bias
         if nin > 2 * K + 2:
             w[i * nin + 2 * K + 2] = MX[MX_NET_INIT]
     if S[S_SEL] > 1:
-        w2 = MX[S[S_W2]:S[S_W2] + 65536 * nin]
-        for i in range(65536):
+        w2 = MX[S[S_W2]:S[S_W2] + ALPHABET * ALPHABET * nin]
+        for i in range(ALPHABET * ALPHABET):
             for c in range(nin):
                 w2[i * nin + c] = w[c]  # the first set's initial weights (short matches)
         for i in range(512):
@@ -110,7 +112,7 @@ def init_tables(S, MX):
     identity = np.empty(APM_CELLS, dtype=np.float32)
     for j in range(APM_CELLS):
         identity[j] = sigmoid64((j - 16) * 0.5)
-    for base, n in ((S[S_A1], 256), (S[S_A2], 65536)):
+    for base, n in ((S[S_A1], ALPHABET), (S[S_A2], ALPHABET * ALPHABET)):
         for i in range(n):
             for j in range(APM_CELLS):
                 MX[base + i * APM_CELLS + j] = identity[j]
@@ -145,7 +147,7 @@ def known_models(S, j):
 def weight_set(S, node):
     """Weights are chosen by tree node, match state and how many models know the context."""
     K = S[S_K]
-    return (match_state(S) * (K + 1) + known_models(S, slot_group(node))) * 256 + node
+    return (match_state(S) * (K + 1) + known_models(S, slot_group(node))) * ALPHABET + node
 
 
 @jit
@@ -156,8 +158,8 @@ def weight_sets(S, out):
     known = np.empty(17, dtype=np.int64)
     for j in range(17):
         known[j] = known_models(S, j)
-    for n in range(1, 256):
-        out[n] = (base + known[slot_group(n)]) * 256 + n
+    for n in range(1, ALPHABET):
+        out[n] = (base + known[slot_group(n)]) * ALPHABET + n
 
 
 @jit
@@ -193,20 +195,20 @@ def text_likeness(byte):
 def net_inputs(q, S, MX, X, col):
     """X[node, col] = ln(Q1 / Q0) from the network's softmax q; subtree sums kept in MX."""
     T = MX[S[S_SUM]:S[S_SUM] + 512]
-    for s in range(256):
-        T[256 + s] = q[s]
+    for s in range(ALPHABET):
+        T[ALPHABET + s] = q[s]
     for n in range(255, 0, -1):
         T[n] = T[2 * n] + T[2 * n + 1]
     r = np.empty(512, dtype=np.float64)  # ratios at nodes 1..255 (0 is a spare), scratch
-    for n in range(256):
+    for n in range(ALPHABET):
         r[n] = max(T[2 * n + 1], 1e-30) / max(T[2 * n], 1e-30)
-    log_positive_array(r[:256], r[256:])  # = log64 of each ratio, vectorised
+    log_positive_array(r[:ALPHABET], r[ALPHABET:])  # = log64 of each ratio, vectorised
     if S[S_GATE] == 0:
-        for n in range(1, 256):
+        for n in range(1, ALPHABET):
             X[n, col] = min(max(r[n], -NET_CLAMP), NET_CLAMP)
     else:
         g = text_gate(S, MX)
-        for n in range(1, 256):
+        for n in range(1, ALPHABET):
             X[n, col] = min(max(r[n], -NET_CLAMP), NET_CLAMP) * g
 
 
@@ -216,7 +218,7 @@ def node_dots(MX, X, base, rows, nin, out):
     `base`; each sum in input order (float32 products, float64 sum), four nodes side by
     side so their dependency chains overlap (same bits as one node at a time)."""
     n = 1
-    while n + 3 < 256:
+    while n + 3 < ALPHABET:
         a0 = base + rows[n] * nin
         a1 = base + rows[n + 1] * nin
         a2 = base + rows[n + 2] * nin
@@ -235,7 +237,7 @@ def node_dots(MX, X, base, rows, nin, out):
         out[n + 2] = s2
         out[n + 3] = s3
         n += 4
-    while n < 256:
+    while n < ALPHABET:
         a0 = base + rows[n] * nin
         s0 = 0.0
         for c in range(nin):
@@ -249,31 +251,31 @@ def predict(q, CT, S, MX, ST, floor, P):
     """Mix every tree node and write the coded distribution of the next byte into P."""
     nin = S[S_NIN]
     K = S[S_K]
-    X = MX[S[S_X]:S[S_X] + 256 * nin].reshape((256, nin))
+    X = MX[S[S_X]:S[S_X] + ALPHABET * nin].reshape((ALPHABET, nin))
     node_inputs(CT, S, ST, MX[S[S_SM]:], X, 0)
     match_inputs(CT, S, ST, X, 2 * K)
-    for n in range(256):
+    for n in range(ALPHABET):
         X[n, 2 * K + 1] = 0.5
     if S[S_NET]:
         net_inputs(q, S, MX, X, 2 * K + 2)
-    dot = MX[S[S_DOT]:S[S_DOT] + 256]
-    pm = MX[S[S_PM]:S[S_PM] + 256]
+    dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
+    pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     pr = np.empty(512, dtype=np.float64)
     pr[1] = 1.0
-    wset = np.empty(256, dtype=np.int64)
+    wset = np.empty(ALPHABET, dtype=np.int64)
     weight_sets(S, wset)
-    zf = np.empty(256, dtype=np.float64)  # each node's mixed logit, then its sigmoid
-    pf64 = np.empty(256, dtype=np.float64)
+    zf = np.empty(ALPHABET, dtype=np.float64)  # each node's mixed logit, then its sigmoid
+    pf64 = np.empty(ALPHABET, dtype=np.float64)
     two = S[S_SEL] > 1
     c1 = S[S_HIST] & 0xFF
-    z1s = np.empty(256, dtype=np.float64)
+    z1s = np.empty(ALPHABET, dtype=np.float64)
     node_dots(MX, X, S[S_W], wset, nin, z1s)
     if two:  # a second mixer, weights by previous byte and node
-        z2s = np.empty(256, dtype=np.float64)
-        for n in range(256):
+        z2s = np.empty(ALPHABET, dtype=np.float64)
+        for n in range(ALPHABET):
             wset[n] = (c1 << 8) | n
         node_dots(MX, X, S[S_W2], wset, nin, z2s)
-    for n in range(1, 256):
+    for n in range(1, ALPHABET):
         z = min(max(z1s[n], -MAX_LOGIT), MAX_LOGIT)
         if two:  # ... and a final mixer of both
             z2 = min(max(z2s[n], -MAX_LOGIT), MAX_LOGIT)
@@ -284,7 +286,7 @@ def predict(q, CT, S, MX, ST, floor, P):
         dot[n] = z
         zf[n] = z  # float64: the float32 MX rounds
     sigmoid_vector(zf[1:], pf64[1:])  # every node's sigmoid64 in one vector pass
-    for n in range(1, 256):
+    for n in range(1, ALPHABET):
         p = pf64[n]
         pm[n] = p
         j, f = apm_point(zf[n])
@@ -295,9 +297,9 @@ def predict(q, CT, S, MX, ST, floor, P):
         pf = min(max(pf, P_MIN), 1.0 - P_MIN)
         pr[2 * n + 1] = pr[n] * pf
         pr[2 * n] = pr[n] * (1.0 - pf)
-    keep = 1.0 - 256 * floor
-    for s in range(256):
-        P[s] = keep * pr[256 + s] + floor
+    keep = 1.0 - ALPHABET * floor
+    for s in range(ALPHABET):
+        P[s] = keep * pr[ALPHABET + s] + floor
 
 
 @jit
@@ -307,16 +309,16 @@ def learn(byte, CT, S, MX, gz):
     symbol = np.int64(byte)
     nin = S[S_NIN]
     K = S[S_K]
-    X = MX[S[S_X]:S[S_X] + 256 * nin].reshape((256, nin))
-    dot = MX[S[S_DOT]:S[S_DOT] + 256]
-    pm = MX[S[S_PM]:S[S_PM] + 256]
+    X = MX[S[S_X]:S[S_X] + ALPHABET * nin].reshape((ALPHABET, nin))
+    dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
+    pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     seen = MX[MX_SEEN]
     lr = max(MX[MX_LR] / np.sqrt(1.0 + seen / MX[MX_LR_DECAY]), MX[MX_LR_MIN])
     rate = MX[MX_APM_RATE]
     net = S[S_NET] == NET_LEARNS  # a frozen network (NET_FROZEN) needs no gradient
     gate = text_gate(S, MX)  # the scale predict used (updated at the end)
     if net:
-        for s in range(256):
+        for s in range(ALPHABET):
             gz[s] = 0.0
         T = MX[S[S_SUM]:S[S_SUM] + 512]
     two = S[S_SEL] > 1
@@ -352,8 +354,8 @@ def learn(byte, CT, S, MX, gz):
             inv0 = 1.0 / max(T[2 * node], 1e-30)
             inv1 = 1.0 / max(T[2 * node + 1], 1e-30)
             for s in range(width):
-                gz[lo - 256 + s] -= delta * T[lo + s] * inv0
-                gz[lo - 256 + width + s] += delta * T[lo + width + s] * inv1
+                gz[lo - ALPHABET + s] -= delta * T[lo + s] * inv0
+                gz[lo - ALPHABET + width + s] += delta * T[lo + width + s] * inv1
         if two:
             err = bit - sigmoid64(MX[S[S_ZS] + 2 * node])  # the first mixer learns alone too
         for c in range(nin):

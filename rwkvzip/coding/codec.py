@@ -21,6 +21,7 @@ from rwkvzip.cm.fastcm import CountArrays
 from rwkvzip.cm.mixing import MixArrays
 from rwkvzip.coding import coder, stepper
 from rwkvzip.net import optim
+from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import compiled
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
@@ -57,7 +58,7 @@ class Predictor:
         """Range-coded payload of one frame; the model advances over its bytes."""
         enc = coder.new_encoder()
         buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
-        probs = np.empty((min(ENCODE_BLOCK, len(buf)), 256), dtype=np.float32)
+        probs = np.empty((min(ENCODE_BLOCK, len(buf)), ALPHABET), dtype=np.float32)
         for lo in range(0, len(buf), ENCODE_BLOCK):
             block = buf[lo:lo + ENCODE_BLOCK]
             rows = probs[:len(block)]
@@ -128,7 +129,7 @@ class NetworkPredictor(Predictor):
         self.R = scope_table(model.layout, recipe.scope)
         self.state = np.zeros(ns, dtype=np.float32)
         self.trace = np.zeros(nt, dtype=np.float32)
-        self.probs = np.zeros(256, dtype=np.float32)  # the distribution of the next byte
+        self.probs = np.zeros(ALPHABET, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index
         n_chunks = -(-recipe.bptt // K) if tbptt else 1
         self.toks = np.zeros(max(recipe.bptt, 1) + 1, dtype=np.int64)
@@ -138,7 +139,8 @@ class NetworkPredictor(Predictor):
         self.gstate = np.zeros(ns if whole else 1, dtype=np.float32)
         size = model.backward_scratch_size() if whole else 1
         self.scratch = np.zeros(size, dtype=np.float32)
-        self._no_rows = np.zeros((1, 256), dtype=np.float32)  # `run` without recording
+        self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)  # `run` without recording
+        self._no_data = np.zeros(0, dtype=np.uint8)  # `run` with `start` alone
         if recipe.mix is not None:
             m = MixArrays(recipe.mix, recipe.bptt, frozen=recipe.lr == 0.0)
             self.mixing = stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST)
@@ -159,25 +161,26 @@ class NetworkPredictor(Predictor):
 
     def begin(self) -> None:
         """Predict the first byte from the current weights and state."""
-        stepper.ENTRY_POINTS[self.arch][0](self.net, self.training, self.mixing)
+        run, arrays = self.kernel()
+        run(self._no_data, self._no_rows, False, True, *arrays)
 
     def kernel(self) -> tuple:
-        """The block kernel of this arch and its arguments after (data, probs, record):
+        """The block kernel of this arch and its arguments after (data, probs, record, start):
         run_fixed when the network does not learn (it compiles without the training code),
         else run."""
-        _, run, run_fixed = stepper.ENTRY_POINTS[self.arch]
+        run, run_fixed = stepper.ENTRY_POINTS[self.arch]
         if self.F[optim.F_MODE] in (stepper.MODE_NONE, stepper.MODE_FROZEN):
             return run_fixed, (self.net, self.mixing)
         return run, (self.net, self.training, self.mixing)
 
     def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
         run, arrays = self.kernel()
-        run(block, rows, True, *arrays)
+        run(block, rows, True, False, *arrays)
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
         run, arrays = self.kernel()
-        run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, *arrays)
+        run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, False, *arrays)
 
     def decode_frame(self, payload: bytes, raw_len: int,
                      progress: Progress | None = None) -> bytes:
@@ -187,7 +190,7 @@ class NetworkPredictor(Predictor):
         decode_one, probs = coder.decode_one, self.probs
         kernel, arrays = self.kernel()
         one, no_rows = np.zeros(1, dtype=np.uint8), self._no_rows
-        run = compiled(kernel, one, no_rows, False, *arrays)
+        run = compiled(kernel, one, no_rows, False, False, *arrays)
         try:
             for lo in range(0, raw_len, ENCODE_BLOCK):
                 hi = min(lo + ENCODE_BLOCK, raw_len)
@@ -195,7 +198,7 @@ class NetworkPredictor(Predictor):
                     sym = decode_one(dec, probs)
                     out[t] = sym
                     one[0] = sym
-                    run(one, no_rows, False, *arrays)
+                    run(one, no_rows, False, False, *arrays)
                 if progress:
                     progress(hi - lo)
         except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
@@ -222,7 +225,7 @@ class CountsPredictor(Predictor):
         counts.run(block, rows, True, *self._state())
 
     def learn_frame(self, data: bytes) -> None:
-        counts.run(np.frombuffer(data, dtype=np.uint8).copy(), np.zeros((1, 256), np.float32),
+        counts.run(np.frombuffer(data, dtype=np.uint8).copy(), np.zeros((1, ALPHABET), np.float32),
                    False, *self._state())
 
     def decode_frame(self, payload: bytes, raw_len: int,

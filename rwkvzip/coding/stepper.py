@@ -1,7 +1,10 @@
 """One byte of the model's life (learn from it, then read it), and the encoder's block loop.
 
-Encoder and decoder call exactly these kernels (`begin`, then `run`, or `run_fixed` when the
-network does not learn), so both sides compute the same bits.
+Encoder and decoder call exactly these kernels (`run`, or `run_fixed` when the network does
+not learn; the first call with `start` predicts the first byte), so both sides compute the
+same bits. Each has one entry point per architecture (ENTRY_POINTS), in which the
+architecture is a constant: numba prunes the other network's branch before typing, so a
+level compiles only what it runs.
 
 Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
   MODE_HEAD   output layer only: exact step on LM head and bias after each byte
@@ -24,7 +27,8 @@ same gradient); they part afterwards only because TBPTT recomputes the live stat
 updated weights at each segment end, which bptt=1 (by definition, state held constant and
 one forward per byte) does not.
 
-Arrays (allocated by codec.Predictor):
+Arrays (allocated by codec.Predictor; the entry points take them in three bundles: Net,
+Training and Mixing):
   W, O, G    parameters, Adam moments (2, n), gradient accumulator
   R          scope table [start, end, train] (see optim.apply_gradients)
   state, tr  live recurrent state and trace (modes 0 and 1, and TBPTT's recompute)
@@ -48,6 +52,7 @@ from rwkvzip.cm import context, mixer
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as gdn
+from rwkvzip.net.gdn.model import GdnModel
 from rwkvzip.net.optim import (
     F_BPTT,
     F_CKPT,
@@ -61,9 +66,11 @@ from rwkvzip.net.optim import (
 )
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as rwkv7
+from rwkvzip.net.rwkv7.model import Rwkv7Model
+from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 
-ARCH_RWKV7, ARCH_GDN = 0, 1  # the models' arch_id
+ARCH_RWKV7, ARCH_GDN = Rwkv7Model.arch_id, GdnModel.arch_id
 ARCH_NONE = -1  # no network: the context models and mixer alone (MODE_NONE)
 MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
@@ -137,11 +144,8 @@ def live_step(arch, token, W, I, F, rs, rt, j):
 
 
 @jit(inline="always")
-def begin(arch, net, train, mixing):
+def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt, CT, S, MX, ST):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
-    W, state, tr, P, I, F = net
-    toks, ckpt, rs, rt = train.toks, train.ckpt, train.rs, train.rt
-    CT, S, MX, ST = mixing.CT, mixing.S, mixing.MX, mixing.ST
     toks[0] = 0
     copy(state, rs[0])
     if F[F_MODE] == MODE_TBPTT:
@@ -149,9 +153,15 @@ def begin(arch, net, train, mixing):
         k = live_step(arch, 0, W, I, F, rs, rt, 0)
         publish(rt[k], I, P, F, CT, S, MX, ST)
     else:
-        if F[F_MODE] != MODE_NONE:
-            forward(arch, 0, W, state, tr, I, F)
-        publish(tr, I, P, F, CT, S, MX, ST)
+        begin_fixed(arch, W, state, tr, P, I, F, CT, S, MX, ST)
+
+
+@jit(inline="always")
+def begin_fixed(arch, W, state, tr, P, I, F, CT, S, MX, ST):
+    """`begin` for a network that does not learn (or is absent)."""
+    if F[F_MODE] != MODE_NONE:
+        forward(arch, 0, W, state, tr, I, F)
+    publish(tr, I, P, F, CT, S, MX, ST)
 
 
 @jit(inline="always")
@@ -186,7 +196,8 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
 def learn_mixing(symbol, j, CT, HB, S, MX):
     """The mixer learns from the byte just coded (the gradient for the network goes to row
     j of its GM rows); the context models then move on to the next context."""
-    mixer.learn(symbol, CT, S, MX, MX[S[mixer.S_GM] + j * 256:S[mixer.S_GM] + (j + 1) * 256])
+    row = S[mixer.S_GM] + j * ALPHABET
+    mixer.learn(symbol, CT, S, MX, MX[row:row + ALPHABET])
     context.next_contexts(S, HB, symbol)
     context.match_update(S, HB, CT)
 
@@ -249,8 +260,9 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
 
 
 @jit(inline="always")
-def run(arch, data, probs, record, net, train, mixing):
-    """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution.
+def run(arch, data, probs, record, start, net, train, mixing):
+    """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution;
+    with `start`, first predict the first byte (a stream's or a document's start).
 
     Each entry point below is one top-level kernel that reaches the model, which LLVM
     optimises as a whole: one kernel instead of three separate loops costs 20 s of
@@ -259,6 +271,8 @@ def run(arch, data, probs, record, net, train, mixing):
     W, state, tr, P, I, F = net
     O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
     CT, HB, S, MX, ST = mixing
+    if start:
+        begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt, CT, S, MX, ST)
     for t in range(data.shape[0]):
         if record:
             for j in range(P.shape[0]):
@@ -268,12 +282,14 @@ def run(arch, data, probs, record, net, train, mixing):
 
 
 @jit(inline="always")
-def run_fixed(arch, data, probs, record, net, mixing):
+def run_fixed(arch, data, probs, record, start, net, mixing):
     """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
     pass or optimizer is reachable from it, so a level whose network does not learn (the
     default) compiles a fraction of the kernels."""
     W, state, tr, P, I, F = net
     CT, HB, S, MX, ST = mixing
+    if start:
+        begin_fixed(arch, W, state, tr, P, I, F, CT, S, MX, ST)
     for t in range(data.shape[0]):
         if record:
             for j in range(P.shape[0]):
@@ -285,52 +301,36 @@ def run_fixed(arch, data, probs, record, net, mixing):
         F[F_SEEN] += 1.0
 
 
-# Entry points, one per architecture (the codec calls these, through `entry_points`):
-# begin_*(net, train, mixing)        the prediction of the first byte
-# run_*(data, probs, record, net, train, mixing)      a block, the network learning
-# run_fixed_*(data, probs, record, net, mixing)       a block, the network fixed or absent
+# Entry points, one per architecture (the codec calls these, through ENTRY_POINTS):
+# run_*(data, probs, record, start, net, train, mixing)   a block, the network learning
+# run_fixed_*(data, probs, record, start, net, mixing)    a block, the network fixed or absent
 @jit
-def begin_rwkv7(net, train, mixing):
-    begin(ARCH_RWKV7, net, train, mixing)
-
-
-@jit
-def begin_gdn(net, train, mixing):
-    begin(ARCH_GDN, net, train, mixing)
+def run_rwkv7(data, probs, record, start, net, train, mixing):
+    run(ARCH_RWKV7, data, probs, record, start, net, train, mixing)
 
 
 @jit
-def begin_none(net, train, mixing):
-    begin(ARCH_NONE, net, train, mixing)
+def run_gdn(data, probs, record, start, net, train, mixing):
+    run(ARCH_GDN, data, probs, record, start, net, train, mixing)
 
 
 @jit
-def run_rwkv7(data, probs, record, net, train, mixing):
-    run(ARCH_RWKV7, data, probs, record, net, train, mixing)
+def run_fixed_rwkv7(data, probs, record, start, net, mixing):
+    run_fixed(ARCH_RWKV7, data, probs, record, start, net, mixing)
 
 
 @jit
-def run_gdn(data, probs, record, net, train, mixing):
-    run(ARCH_GDN, data, probs, record, net, train, mixing)
+def run_fixed_gdn(data, probs, record, start, net, mixing):
+    run_fixed(ARCH_GDN, data, probs, record, start, net, mixing)
 
 
 @jit
-def run_fixed_rwkv7(data, probs, record, net, mixing):
-    run_fixed(ARCH_RWKV7, data, probs, record, net, mixing)
+def run_fixed_none(data, probs, record, start, net, mixing):
+    run_fixed(ARCH_NONE, data, probs, record, start, net, mixing)
 
 
-@jit
-def run_fixed_gdn(data, probs, record, net, mixing):
-    run_fixed(ARCH_GDN, data, probs, record, net, mixing)
-
-
-@jit
-def run_fixed_none(data, probs, record, net, mixing):
-    run_fixed(ARCH_NONE, data, probs, record, net, mixing)
-
-
-ENTRY_POINTS = {  # arch: (begin, run, run_fixed)
-    ARCH_RWKV7: (begin_rwkv7, run_rwkv7, run_fixed_rwkv7),
-    ARCH_GDN: (begin_gdn, run_gdn, run_fixed_gdn),
-    ARCH_NONE: (begin_none, None, run_fixed_none),
+ENTRY_POINTS = {  # arch: (run, run_fixed)
+    ARCH_RWKV7: (run_rwkv7, run_fixed_rwkv7),
+    ARCH_GDN: (run_gdn, run_fixed_gdn),
+    ARCH_NONE: (None, run_fixed_none),
 }

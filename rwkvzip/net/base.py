@@ -11,8 +11,9 @@ import numpy as np
 
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net.params import Layout, TensorSpec
+from rwkvzip.ops import ALPHABET
 
-VOCAB = 256
+VOCAB = ALPHABET  # a byte network predicts one of the alphabet's symbols
 
 
 def global_specs(hidden: int) -> list[tuple[int, TensorSpec]]:
