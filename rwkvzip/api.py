@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from rwkvzip import priors
 from rwkvzip.coding import blocks, container
-from rwkvzip.coding.codec import Predictor
+from rwkvzip.coding.codec import Predictor, network_bytes
 from rwkvzip.coding.coder import CoderError
 from rwkvzip.coding.container import FormatError
 from rwkvzip.priors import Prior
@@ -40,17 +40,12 @@ class Stats:
 
 
 def model_bytes(recipe: Recipe) -> int:
-    """Upper estimate of the working memory of a Predictor for this recipe: weights,
-    optimizer moments, gradients, recurrent state with TBPTT checkpoints, traces, and the
-    context-mixing tables; or the count models' tables (no network runs with them)."""
+    """The working memory of a Predictor for this recipe: the network's arrays and the
+    context-mixing tables (codec.network_bytes, from what the predictor allocates), or the
+    count models' tables (no network runs with them)."""
     if recipe.counts is not None:
         return recipe.counts.memory_bytes()
-    model = recipe.build_model()
-    n, ns, nt = model.layout.size, model.state_size, model.trace_size
-    k = max(1, min(recipe.ckpt, recipe.bptt))
-    chunks = -(-max(recipe.bptt, 1) // k)
-    mixing = recipe.mix.memory_bytes(recipe.bptt) if recipe.mix is not None else 0
-    return 4 * (4 * n + ns * (chunks + k + 4) + nt * (k + 2)) + mixing
+    return network_bytes(recipe)
 
 
 def check_model_size(recipe: Recipe) -> None:

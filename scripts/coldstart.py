@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import ROOT
+from harness import CORPUS, ROOT
 
-DEFAULT_FILE = ROOT.parent / "shared" / "corpus" / "canterbury" / "alice29.txt"
+DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 DEFAULT_HEAD = 20_000
 SUMMARY = re.compile(r"in ([0-9.]+) s(?: \(\+ ([0-9.]+) s start-up\))?")
 

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from harness import ROOT
+from harness import CORPUS
 
 from rwkvzip import priors
 from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor
@@ -54,7 +54,7 @@ from rwkvzip.ops.mathf import (
 )
 from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe, level_recipe
 
-DEFAULT_FILE = ROOT.parent / "shared" / "corpus" / "canterbury" / "alice29.txt"
+DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
                                 "key_dim": 16, "value_dim": 16, "mlp": 128}),
            "gdn:128x2": ("gdn", {"hidden": 128, "layers": 2}),

@@ -39,6 +39,7 @@ COUNT_LIMIT_MAX = 1023
 # S slots (int64): the models' state, then settings and array offsets (mixer.py adds its own)
 (S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
  S_MATCH_BASE, S_MCOUNT_BASE) = range(13)
+S_MIXER, N_S_MIXER = 16, 16  # S[16:32] holds the mixer's slots (mixer.py), one array for both
 S_ORDERS = 32  # S[S_ORDERS + o]: the order of model o (0 = word context)
 S_CTX = 48  # S[S_CTX + o]: hash of model o's current context
 S_SLOTS = 64  # S[S_SLOTS + 17 * o + j]: slot of nibble j (0: high, 1 + h: low) or -1
@@ -56,7 +57,8 @@ REC_SHORT = 16
 REC_VOTES = 16  # ... and a candidate with this many votes becomes the record length
 REC_MAX = 65535  # longest record length detected (and at most a quarter of the history)
 
-# Context kinds: the codes of MixConfig.orders. 1..7: the last k bytes; 0: the current word;
+# Context kinds: the codes of MixConfig.orders (CountsConfig.orders has its own, counts.py;
+# both are stored in released cards). 1..7: the last k bytes; 0: the current word;
 # 8 and up: no bytes (order 0), sparse bytes, the position in a 4-byte word, and the record
 # (2-D) structure. a(d) is the byte d back (a(1) the last one), r the detected record
 # length (S[S_REC]; while it is 0 every record kind is a single context, like order 0).

@@ -54,6 +54,8 @@ ROW = ALPHABET + 4  # uint16 per row: 256 counts, check, total, distinct, larges
 R_CHECK, R_TOTAL, R_DISTINCT, R_MAX = range(ALPHABET, ALPHABET + 4)
 MAX_ORDERS = 9  # byte orders 0 ... 7 and the word context
 WORD = 8  # the "order" of the word context: the current word's letters and the last byte
+# (CountsConfig.orders: 0 ... 7 bytes, 8 the word. MixConfig.orders has its own codes, 0 the
+# word and 8 no bytes: context.py. Both are stored in released cards, so both stay.)
 NCONF = 64  # confidence contexts per input (count/distinct buckets, match lengths)
 
 # S slots

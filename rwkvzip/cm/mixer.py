@@ -37,10 +37,10 @@ from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
 
-# S slots of the mixer (after context.py's, before its per-model arrays)
+# S slots of the mixer: the range context.py keeps for it in the context models' S array
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
- S_ZS) = range(16, 31)
-S_GATE = 31  # 1: the network's input is scaled by text_gate (mix field net_gate)
+ S_ZS, S_GATE) = range(cx.S_MIXER, cx.S_MIXER + cx.N_S_MIXER)
+# S[S_GATE] 1: the network's input is scaled by text_gate (mix field net_gate)
 # S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
 # logits); a frozen one (an input only)
 NET_OFF, NET_LEARNS, NET_FROZEN = 0, 1, 2

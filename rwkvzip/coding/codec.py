@@ -11,6 +11,7 @@ with context models (coding/stepper.py); CountsPredictor the count models of a r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -81,6 +82,37 @@ class Predictor:
         raise NotImplementedError
 
 
+def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
+    """Shape and dtype of each array a NetworkPredictor allocates for its network (weights,
+    optimizer, state, TBPTT buffers): one source for the predictor and its memory estimate."""
+    model = recipe.build_model()
+    n, ns, nt = model.layout.size, model.state_size, model.trace_size
+    whole, tbptt = recipe.bptt >= 1, recipe.bptt >= 2
+    K = min(recipe.ckpt, recipe.bptt) if tbptt else 1
+    n_chunks = -(-recipe.bptt // K) if tbptt else 1
+    f32 = np.float32
+    return {
+        "W": ((n,), f32),
+        "O": ((2, n if recipe.optimizer == "adam" else 1), f32),
+        "G": ((n if whole else 1,), f32),
+        "state": ((ns,), f32),
+        "trace": ((nt,), f32),
+        "toks": ((max(recipe.bptt, 1) + 1,), np.int64),
+        "ckpt": ((n_chunks, ns if tbptt else 1), f32),
+        "rs": ((K + 1, ns), f32),
+        "rt": ((K, nt) if tbptt else (1, 1), f32),
+        "gstate": ((ns if whole else 1,), f32),
+        "scratch": ((model.backward_scratch_size() if whole else 1,), f32),
+    }
+
+
+def network_bytes(recipe: Recipe) -> int:
+    """Bytes of the arrays network_buffers describes, and of the context-mixing tables."""
+    arrays = sum(math.prod(shape) * np.dtype(dtype).itemsize
+                 for shape, dtype in network_buffers(recipe).values())
+    return arrays + (recipe.mix.memory_bytes(recipe.bptt) if recipe.mix is not None else 0)
+
+
 class NetworkPredictor(Predictor):
     """The network (RWKV-7 or GDN), alone or mixed with context models (`mix`)."""
 
@@ -90,17 +122,13 @@ class NetworkPredictor(Predictor):
         self.recipe = recipe
         model = recipe.build_model()
         self.model = model
-        n, ns, nt = model.layout.size, model.state_size, model.trace_size
-        adam = recipe.optimizer == "adam"
-        whole = recipe.bptt >= 1
-        tbptt = recipe.bptt >= 2
-        K = min(recipe.ckpt, recipe.bptt) if tbptt else 1
+        K = min(recipe.ckpt, recipe.bptt) if recipe.bptt >= 2 else 1
         F = np.zeros(optim.N_F, dtype=np.float64)
         F[optim.F_LR] = recipe.lr
         F[optim.F_BETA1] = recipe.beta1
         F[optim.F_BETA2] = recipe.beta2
         F[optim.F_EPS] = recipe.eps
-        F[optim.F_OPT] = optim.OPT_ADAM if adam else optim.OPT_SGD
+        F[optim.F_OPT] = optim.OPT_ADAM if recipe.optimizer == "adam" else optim.OPT_SGD
         F[optim.F_B1POW] = 1.0
         F[optim.F_B2POW] = 1.0
         F[optim.F_FLOOR] = PROB_FLOOR
@@ -111,34 +139,27 @@ class NetworkPredictor(Predictor):
         network = recipe.mix is None or recipe.mix.network
         F[optim.F_MODE] = (stepper.MODE_NONE if not network
                            else stepper.MODE_FROZEN if recipe.lr == 0.0
-                           else stepper.MODE_TBPTT if tbptt
-                           else stepper.MODE_BPTT1 if whole else stepper.MODE_HEAD)
+                           else stepper.MODE_TBPTT if recipe.bptt >= 2
+                           else stepper.MODE_BPTT1 if recipe.bptt == 1 else stepper.MODE_HEAD)
         F[optim.F_MIX] = float(recipe.mix is not None)
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         self.F = F
         self.arch = model.arch_id if network else stepper.ARCH_NONE
+        buffers = network_buffers(recipe)
+        for name, (shape, dtype) in buffers.items():  # self.O, self.G, self.state, ...
+            if name != "W":
+                setattr(self, name, np.zeros(shape, dtype=dtype))
         if weights is None:
             self.W = model.init_params(recipe.seed)
         else:
-            if weights.shape != (n,) or weights.dtype != np.float32:
-                raise ValueError(f"starting weights must be float32[{n}] for this model")
+            if weights.shape != buffers["W"][0] or weights.dtype != np.float32:
+                raise ValueError(f"starting weights must be float32[{model.layout.size}] for "
+                                 "this model")
             self.W = weights.copy()
-        self.O = np.zeros((2, n if adam else 1), dtype=np.float32)
-        self.G = np.zeros(n if whole else 1, dtype=np.float32)
         self.R = scope_table(model.layout, recipe.scope)
-        self.state = np.zeros(ns, dtype=np.float32)
-        self.trace = np.zeros(nt, dtype=np.float32)
         self.probs = np.zeros(ALPHABET, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index
-        n_chunks = -(-recipe.bptt // K) if tbptt else 1
-        self.toks = np.zeros(max(recipe.bptt, 1) + 1, dtype=np.int64)
-        self.ckpt = np.zeros((n_chunks, ns if tbptt else 1), dtype=np.float32)
-        self.rs = np.zeros((K + 1, ns), dtype=np.float32)
-        self.rt = np.zeros((K, nt) if tbptt else (1, 1), dtype=np.float32)
-        self.gstate = np.zeros(ns if whole else 1, dtype=np.float32)
-        size = model.backward_scratch_size() if whole else 1
-        self.scratch = np.zeros(size, dtype=np.float32)
         self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)  # `run` without recording
         self._no_data = np.zeros(0, dtype=np.uint8)  # `run` with `start` alone
         if recipe.mix is not None:

@@ -102,11 +102,13 @@ def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch)
 
 
 @jit(inline="always")
-def publish(tr, I, P, F, CT, S, MX, ST):
-    """The coding distribution of the next byte, into P: the network's own (from a trace),
-    or the mixer's, which reads the network's softmax from the trace."""
+def publish(tr, net, mixing):
+    """The coding distribution of the next byte, into P: the network's own (from the trace
+    tr), or the mixer's, which reads the network's softmax from the trace."""
+    I, P, F = net.I, net.P, net.F
     if F[F_MIX] != 0.0:
-        mixer.predict(gslice(tr, I, T_Q, I[D_V]), CT, S, MX, ST, F[F_FLOOR], P)
+        mixer.predict(gslice(tr, I, T_Q, I[D_V]), mixing.CT, mixing.S, mixing.MX, mixing.ST,
+                      F[F_FLOOR], P)
     else:
         p = gslice(tr, I, T_P, I[D_V])
         for j in range(P.shape[0]):
@@ -114,17 +116,18 @@ def publish(tr, I, P, F, CT, S, MX, ST):
 
 
 @jit(inline="always")
-def loss_symbol(symbol, tr, I, F, S, MX, j):
+def loss_symbol(symbol, tr, net, mixing, j):
     """What the backward pass of step j differentiates: the network's own loss on `symbol`,
     or with mixing that loss plus the mixer's (through the network's input to the mixer:
     row j of the mixer's logit gradients), summed into the trace's T_GLOGITS (-1 says so)."""
+    I, F = net.I, net.F
     if F[F_MIX] == 0.0:
         return symbol
     V = I[D_V]
     g = logit_gradient(symbol, tr, I, F[F_FLOOR])
-    row = S[mixer.S_GM] + j * V
+    row = mixing.S[mixer.S_GM] + j * V
     for i in range(V):
-        g[i] += MX[row + i]
+        g[i] += mixing.MX[row + i]
     return -1
 
 
@@ -135,39 +138,41 @@ def copy(src, dst):
 
 
 @jit(inline="always")
-def live_step(arch, token, W, I, F, rs, rt, j):
+def live_step(arch, token, net, train, j):
     """Forward step j of a TBPTT segment into the chunk buffers (state rs[k] -> rs[k + 1])."""
-    k = j % int(F[F_CKPT])
+    rs, rt = train.rs, train.rt
+    k = j % int(net.F[F_CKPT])
     copy(rs[k], rs[k + 1])
-    forward(arch, token, W, rs[k + 1], rt[k], I, F)
+    forward(arch, token, net.W, rs[k + 1], rt[k], net.I, net.F)
     return k
 
 
 @jit(inline="always")
-def begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt, CT, S, MX, ST):
+def begin(arch, net, train, mixing):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
-    toks[0] = 0
-    copy(state, rs[0])
-    if F[F_MODE] == MODE_TBPTT:
-        copy(state, ckpt[0])
-        k = live_step(arch, 0, W, I, F, rs, rt, 0)
-        publish(rt[k], I, P, F, CT, S, MX, ST)
+    train.toks[0] = 0
+    copy(net.state, train.rs[0])
+    if net.F[F_MODE] == MODE_TBPTT:
+        copy(net.state, train.ckpt[0])
+        k = live_step(arch, 0, net, train, 0)
+        publish(train.rt[k], net, mixing)
     else:
-        begin_fixed(arch, W, state, tr, P, I, F, CT, S, MX, ST)
+        begin_fixed(arch, net, mixing)
 
 
 @jit(inline="always")
-def begin_fixed(arch, W, state, tr, P, I, F, CT, S, MX, ST):
+def begin_fixed(arch, net, mixing):
     """`begin` for a network that does not learn (or is absent)."""
-    if F[F_MODE] != MODE_NONE:
-        forward(arch, 0, W, state, tr, I, F)
-    publish(tr, I, P, F, CT, S, MX, ST)
+    if net.F[F_MODE] != MODE_NONE:
+        forward(arch, 0, net.W, net.state, net.tr, net.I, net.F)
+    publish(net.tr, net, mixing)
 
 
 @jit(inline="always")
-def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, scratch, S,
-                 MX):
+def tbptt_update(arch, net, train, mixing):
     """The segment toks[0..T] is complete: backpropagate through it, step, recompute."""
+    W, state, tr, _, I, F = net
+    O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
     T = int(F[F_BPTT])
     K = int(F[F_CKPT])
     n_chunks = (T + K - 1) // K
@@ -179,10 +184,10 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
         if c < n_chunks - 1:  # the last chunk is still in rs/rt; replay earlier ones
             copy(ckpt[c], rs[0])
             for j in range(j0, j1):
-                live_step(arch, toks[j], W, I, F, rs, rt, j)
+                live_step(arch, toks[j], net, train, j)
         for j in range(j1 - 1, j0 - 1, -1):
             k = j - j0
-            target = loss_symbol(toks[j + 1], rt[k], I, F, S, MX, j)
+            target = loss_symbol(toks[j + 1], rt[k], net, mixing, j)
             backward(arch, toks[j], target, W, G, rs[k], rs[k + 1], rt[k], gstate, I, F,
                      scratch)
     apply_gradients(W, O, G, R, F, 1.0 / T)
@@ -193,9 +198,10 @@ def tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate, 
 
 
 @jit(inline="always")
-def learn_mixing(symbol, j, CT, HB, S, MX):
+def learn_mixing(symbol, j, mixing):
     """The mixer learns from the byte just coded (the gradient for the network goes to row
     j of its GM rows); the context models then move on to the next context."""
+    CT, HB, S, MX, _ = mixing
     row = S[mixer.S_GM] + j * ALPHABET
     mixer.learn(symbol, CT, S, MX, MX[row:row + ALPHABET])
     context.next_contexts(S, HB, symbol)
@@ -203,38 +209,39 @@ def learn_mixing(symbol, j, CT, HB, S, MX):
 
 
 @jit(inline="always")
-def predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST):
+def predict_fixed(symbol, arch, net, mixing):
     """The next distribution from a network that does not learn (MODE_FROZEN) or is not
     run (MODE_NONE)."""
-    if F[F_MODE] == MODE_FROZEN:
-        forward(arch, symbol, W, state, tr, I, F)
-    publish(tr, I, P, F, CT, S, MX, ST)
+    if net.F[F_MODE] == MODE_FROZEN:
+        forward(arch, symbol, net.W, net.state, net.tr, net.I, net.F)
+    publish(net.tr, net, mixing)
 
 
 @jit(inline="always")
-def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
-            scratch, CT, HB, S, MX, ST):
+def advance(symbol, arch, net, train, mixing):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
+    W, state, tr, _, I, F = net
+    O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
     mode = F[F_MODE]
     if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
-        learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, CT, HB, S, MX)
+        learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, mixing)
     if mode == MODE_NONE or mode == MODE_FROZEN:  # noqa: SIM109 - numba: a float in a tuple
-        predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST)
+        predict_fixed(symbol, arch, net, mixing)
     elif mode == MODE_HEAD:
-        learn_head(loss_symbol(symbol, tr, I, F, S, MX, 0), W, O, tr, I, F)
+        learn_head(loss_symbol(symbol, tr, net, mixing, 0), W, O, tr, I, F)
         forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, I, P, F, CT, S, MX, ST)
+        publish(tr, net, mixing)
     elif mode == MODE_BPTT1:
         # tr holds the forward that predicted `symbol`; rs[0] the state before it.
         for i in range(gstate.shape[0]):
             gstate[i] = 0.0
-        target = loss_symbol(symbol, tr, I, F, S, MX, 0)
+        target = loss_symbol(symbol, tr, net, mixing, 0)
         backward(arch, toks[0], target, W, G, rs[0], state, tr, gstate, I, F, scratch)
         apply_gradients(W, O, G, R, F, 1.0)
         copy(state, rs[0])
         toks[0] = symbol
         forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, I, P, F, CT, S, MX, ST)
+        publish(tr, net, mixing)
     else:
         j = int(F[F_SEGPOS]) + 1  # steps of the segment now complete
         toks[j] = symbol
@@ -243,18 +250,17 @@ def advance(symbol, arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gs
             if j % K == 0:  # a new chunk starts from the state after step j - 1
                 copy(rs[K], rs[0])
                 copy(rs[0], ckpt[j // K])
-            k = live_step(arch, symbol, W, I, F, rs, rt, j)
-            publish(rt[k], I, P, F, CT, S, MX, ST)
+            k = live_step(arch, symbol, net, train, j)
+            publish(rt[k], net, mixing)
             F[F_SEGPOS] = j
         else:
-            tbptt_update(arch, W, O, G, R, state, tr, I, F, toks, ckpt, rs, rt, gstate,
-                         scratch, S, MX)
+            tbptt_update(arch, net, train, mixing)
             # a new segment starts with the byte just coded as its first input
             toks[0] = symbol
             copy(state, ckpt[0])
             copy(state, rs[0])
-            k = live_step(arch, symbol, W, I, F, rs, rt, 0)
-            publish(rt[k], I, P, F, CT, S, MX, ST)
+            k = live_step(arch, symbol, net, train, 0)
+            publish(rt[k], net, mixing)
             F[F_SEGPOS] = 0
     F[F_SEEN] += 1.0
 
@@ -268,17 +274,14 @@ def run(arch, data, probs, record, start, net, train, mixing):
     optimises as a whole: one kernel instead of three separate loops costs 20 s of
     compilation instead of ~200 s.
     """
-    W, state, tr, P, I, F = net
-    O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
-    CT, HB, S, MX, ST = mixing
+    P = net.P
     if start:
-        begin(arch, W, state, tr, P, I, F, toks, ckpt, rs, rt, CT, S, MX, ST)
+        begin(arch, net, train, mixing)
     for t in range(data.shape[0]):
         if record:
             for j in range(P.shape[0]):
                 probs[t, j] = P[j]
-        advance(int(data[t]), arch, W, O, G, R, state, tr, P, I, F, toks, ckpt, rs, rt, gstate,
-                scratch, CT, HB, S, MX, ST)
+        advance(int(data[t]), arch, net, train, mixing)
 
 
 @jit(inline="always")
@@ -286,18 +289,17 @@ def run_fixed(arch, data, probs, record, start, net, mixing):
     """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
     pass or optimizer is reachable from it, so a level whose network does not learn (the
     default) compiles a fraction of the kernels."""
-    W, state, tr, P, I, F = net
-    CT, HB, S, MX, ST = mixing
+    P, F = net.P, net.F
     if start:
-        begin_fixed(arch, W, state, tr, P, I, F, CT, S, MX, ST)
+        begin_fixed(arch, net, mixing)
     for t in range(data.shape[0]):
         if record:
             for j in range(P.shape[0]):
                 probs[t, j] = P[j]
         symbol = int(data[t])
         if F[F_MIX] != 0.0:
-            learn_mixing(symbol, 0, CT, HB, S, MX)
-        predict_fixed(symbol, arch, W, state, tr, P, I, F, CT, S, MX, ST)
+            learn_mixing(symbol, 0, mixing)
+        predict_fixed(symbol, arch, net, mixing)
         F[F_SEEN] += 1.0
 
 
