@@ -1,13 +1,16 @@
 """Smoke tests of the measuring scripts that share scripts/harness.py: tune.py,
-compare_mixing.py, compare_training.py, roundtrip_corpus.py, on a small file."""
+compare_mixing.py, compare_training.py, roundtrip_corpus.py, compile_times.py, on a small
+file."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from conftest import load_script
+from conftest import ROOT, load_script
 
 TEXT = b"the scripts share one harness: time, roundtrip, bits per byte; " * 40
 
@@ -73,3 +76,18 @@ def test_roundtrip_corpus_checks_files_and_edge_inputs(sample, tmp_path):
     assert script.main(["--preset", "fast-v1", "--json", str(out), str(sample)]) == 0
     rows = json.loads(out.read_text())
     assert [r["bytes"] for r in rows] == [len(TEXT), 0, 1] and all(r["ok"] for r in rows)
+
+
+def test_compile_times_reports_each_kernel_of_a_cold_level(tmp_path):
+    """In its own process (it needs an empty kernel cache before rwkvzip loads): level 1,
+    the count models, compiles in seconds."""
+    out = tmp_path / "ct.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "compile_times.py"),
+                           "--level", "1", "--bytes", "300", "--json", str(out)],
+                          capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    report = json.loads(out.read_text())
+    names = {r["kernel"] for r in report["kernels"]}
+    assert "rwkvzip.cm.counts.run" in names
+    assert 0 < report["compile_s"] <= report["wall_s"] + 1e-6
+    assert b"compilations" in proc.stdout

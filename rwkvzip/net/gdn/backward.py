@@ -127,13 +127,19 @@ def conv_backward(mem_old, gmem, Wc, Gc, x, gy, Kc, n, gx):
 
 
 @jit
-def delta_rule_backward(S_old, S_new, gS, q, k, v, u, delta, beta, g, scale, go, dk, dv,
-                        gq, gk, gv, gd, gu):
+def delta_rule_backward(states, inputs, gates, grads, scratch, dk, dv):
     """Back through one value head of delta_rule_step (S key-major, S[j * dv + i]).
 
+    states (S_old, S_new, gS); inputs (q, k, v, u, delta, go): the forward's vectors and the
+    output's gradient; gates (beta, g, scale); grads (gq, gk, gv); scratch (gd, gu).
     On entry gS = dL/dS_new, on exit dL/dS_old. gq, gk accumulate; gv is set; gd, gu are
     scratch (dv entries). Returns (dL/dbeta, dL/dg).
     """
+    S_old, S_new, gS = states
+    q, k, v, u, delta, go = inputs
+    beta, g, scale = gates
+    gq, gk, gv = grads
+    gd, gu = scratch
     # read-out o = scale S_new^T q: gq[j] += scale sum_i S_new[j, i] go[i]; gS += scale q go^T
     for j in range(dk):
         row = S_new[j * dv:(j + 1) * dv]
@@ -318,11 +324,12 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
             lo = h * dv
             so = h * DKV
             gbeta, gg = delta_rule_backward(
-                S_old[so:so + DKV], S_new[so:so + DKV], g_S[so:so + DKV],
-                qn[klo:klo + dk], kn[klo:klo + dk], c[2 * KD + lo:2 * KD + lo + dv],
-                u[lo:lo + dv], delta[lo:lo + dv], beta[h], g[h], scale, GO[lo:lo + dv],
-                dk, dv, GQ[klo:klo + dk], GK[klo:klo + dk],
-                GC[2 * KD + lo:2 * KD + lo + dv], GD, GU)
+                (S_old[so:so + DKV], S_new[so:so + DKV], g_S[so:so + DKV]),
+                (qn[klo:klo + dk], kn[klo:klo + dk], c[2 * KD + lo:2 * KD + lo + dv],
+                 u[lo:lo + dv], delta[lo:lo + dv], GO[lo:lo + dv]),
+                (beta[h], g[h], scale),
+                (GQ[klo:klo + dk], GK[klo:klo + dk], GC[2 * KD + lo:2 * KD + lo + dv]),
+                (GD, GU), dk, dv)
             # beta = sigmoid(b); g = exp(-A softplus(apre)), A = exp(A_log), apre = a + dt_bias
             b = beta[h]
             GB[h] = gbeta * (b * (1.0 - b))

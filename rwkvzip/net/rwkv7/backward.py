@@ -154,13 +154,19 @@ def mix_backward(gm, m, prev, base, n, gbase, gprev, Gm):
 
 
 @jit
-def wkv_backward(S_old, S_new, gS, w, k, v, kk, a, r, gy, N, gr, gk, gv, gw, gkk, ga, u, gu):
+def wkv_backward(states, inputs, grads, scratch, N):
     """Back through one head of the WKV step (state key-major, S[j * N + i]).
 
+    states (S_old, S_new, gS); inputs (w, k, v, kk, a, r, gy) of the forward and the output's
+    gradient; grads (gr, gk, gv, gw, gkk, ga); scratch (u, gu), N entries each.
     Forward: u[i] = sum_j S_old[j, i] kk[j]; S_new[j, i] = S_old[j, i] w[j] + b[j] u[i]
     + k[j] v[i] with b = -kk a; y[i] = sum_j S_new[j, i] r[j].
     On entry gS = dL/dS_new, on exit dL/dS_old. gr, gk, gv accumulate; gw, gkk, ga are set.
     """
+    S_old, S_new, gS = states
+    w, k, v, kk, a, r, gy = inputs
+    gr, gk, gv, gw, gkk, ga = grads
+    u, gu = scratch
     # read-out: gr[j] += sum_i S_new[j, i] gy[i]; gS[j, i] += r[j] gy[i]
     for j in range(N):
         s = 0.0
@@ -366,10 +372,11 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
             lo = h * N
             hi = lo + N
             so = h * NN
-            wkv_backward(wkv_old[so:so + NN], wkv_new[so:so + NN], g_wkv[so:so + NN],
-                         wdec[lo:hi], k[lo:hi], v[lo:hi], kk[lo:hi], a[lo:hi], r[lo:hi],
-                         GY[lo:hi], N, GR[lo:hi], GK[lo:hi], GV[lo:hi], GW[lo:hi],
-                         GKK[lo:hi], GA[lo:hi], U, GU)
+            wkv_backward((wkv_old[so:so + NN], wkv_new[so:so + NN], g_wkv[so:so + NN]),
+                         (wdec[lo:hi], k[lo:hi], v[lo:hi], kk[lo:hi], a[lo:hi], r[lo:hi],
+                          GY[lo:hi]),
+                         (GR[lo:hi], GK[lo:hi], GV[lo:hi], GW[lo:hi], GKK[lo:hi], GA[lo:hi]),
+                         (U, GU), N)
 
         # k = kpre (1 + (a - 1) k_a)
         kpre = tslice(tr, I, l, S_KPRE, C)

@@ -1,0 +1,88 @@
+"""Where a cold start goes: compile every kernel one level runs, in an empty kernel cache,
+and report each jitted function's compile time (self: without the functions it compiled in
+turn; total: with them).
+
+    python scripts/compile_times.py [--level 4] [--decode] [--top 25] [--json OUT]
+
+The level codes a few KB of alice29.txt (and decodes them with --decode) in this process,
+with numba's compile events recorded; a fresh NUMBA_CACHE_DIR is set before rwkvzip loads,
+so nothing comes from an earlier run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import CORPUS
+
+SAMPLE = CORPUS / "canterbury" / "alice29.txt"
+
+
+def record_compiles() -> list[dict]:
+    """Install a listener for numba's compile events; returns the list it fills."""
+    from numba.core import event
+
+    rows: list[dict] = []
+    stack: list[list] = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            fn = ev.data["dispatcher"].py_func
+            stack.append([f"{fn.__module__}.{fn.__qualname__}", time.perf_counter(), 0.0])
+
+        def on_end(self, ev):
+            name, t0, inner = stack.pop()
+            total = time.perf_counter() - t0
+            rows.append({"kernel": name, "self_s": total - inner, "total_s": total})
+            if stack:
+                stack[-1][2] += total
+
+    event.register("numba:compile", Listener())
+    return rows
+
+
+def measure(level: int, decode: bool, data: bytes) -> dict:
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="rwkvzip-compile-times-")
+    rows = record_compiles()
+    from rwkvzip import api
+    from rwkvzip.recipe import level_recipe
+
+    t0 = time.perf_counter()
+    blob = api.compress(data, level_recipe(level))
+    if decode and api.decompress(blob) != data:
+        raise SystemExit("compile_times: decoding did not give the data back")
+    wall = time.perf_counter() - t0
+    rows.sort(key=lambda r: r["self_s"], reverse=True)
+    return {"level": level, "decode": decode, "bytes": len(data), "wall_s": wall,
+            "compiled": len(rows), "compile_s": sum(r["self_s"] for r in rows), "kernels": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--level", type=int, default=4)
+    ap.add_argument("--decode", action="store_true", help="decode too (its kernels)")
+    ap.add_argument("--bytes", type=int, default=3000, help="bytes of alice29.txt coded")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    if "rwkvzip" in sys.modules:
+        raise SystemExit("compile_times: run it in a fresh process (rwkvzip is loaded)")
+    report = measure(args.level, args.decode, SAMPLE.read_bytes()[:args.bytes])
+    print(f"level {report['level']}: {report['wall_s']:.1f} s, {report['compiled']} "
+          f"compilations, {report['compile_s']:.1f} s compiling")
+    print(f"{'self s':>8} {'total s':>8}  kernel")
+    for r in report["kernels"][:args.top]:
+        print(f"{r['self_s']:8.2f} {r['total_s']:8.2f}  {r['kernel']}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
