@@ -47,3 +47,4 @@ LONGEST_FIRST = ("test_target_sse2.py", "test_target_avx2.py")  # compiling for 
 def pytest_collection_modifyitems(items: list) -> None:
     """The longest file first, so the other workers share out the rest meanwhile."""
     items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)
+

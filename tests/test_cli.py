@@ -205,10 +205,11 @@ def test_combined_flags(sample, tmp_path):
 
 
 def test_stdin():
-    """`-` or no FILE: standard input to standard output."""
-    packed = rwkvzip(*FAST, input=TEXT)
+    """`-` or no FILE: standard input to standard output (the first two through real pipes
+    of a real process, the others in this process)."""
+    packed = rwkvzip(*FAST, input=TEXT, process=True)
     assert packed.returncode == 0 and packed.stdout[:4] == b"RWKZ"
-    assert rwkvzip("-d", input=packed.stdout).stdout == TEXT
+    assert rwkvzip("-d", input=packed.stdout, process=True).stdout == TEXT
     assert rwkvzip("decompress", "-", input=packed.stdout).stdout == TEXT
     assert rwkvzip("-", *FAST, input=TEXT).stdout == packed.stdout
 
@@ -251,9 +252,10 @@ def test_exit_status(sample, tmp_path):
     assert_clean_error(rwkvzip("-7", "--hidden", "100", "-c", input=b"x"), "multiple of 64")
     assert_clean_error(rwkvzip(tmp_path / "nope"), "no such file")
     (tmp_path / "other.txt").write_bytes(TEXT)
-    warned = rwkvzip(*FAST, tmp_path / "sample.txt.rwkz", tmp_path / "other.txt")
+    warned = rwkvzip(*FAST, tmp_path / "sample.txt.rwkz", tmp_path / "other.txt",
+                     process=True)  # the status a real process exits with
     assert warned.returncode == 2 and (tmp_path / "other.txt.rwkz").exists()
-    mixed = rwkvzip(*FAST, tmp_path / "sample.txt.rwkz", tmp_path / "nope")
+    mixed = rwkvzip(*FAST, tmp_path / "sample.txt.rwkz", tmp_path / "nope", process=True)
     assert mixed.returncode == 1  # a warning and an error make 1
     assert len(mixed.stderr.decode().splitlines()) == 2
     assert rwkvzip(*FAST, tmp_path).returncode == 2  # a directory is skipped
@@ -336,7 +338,7 @@ def test_the_notice_waits_for_a_slow_start_up(capsys):
 def test_help_and_version():
     """`-h`, `-V`."""
     assert b"compress" in rwkvzip("-h").stdout and b"--rm" in rwkvzip("-d", "-h").stdout
-    version = rwkvzip("-V")
+    version = rwkvzip("-V", process=True)  # the installed entry point, as a process
     assert version.returncode == 0 and re.match(rb"rwkvzip, version \d+\.\d+", version.stdout)
 
 
