@@ -24,3 +24,19 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
     # the parts are the forward's own work: together about the whole step, not far off
     assert 0.5 * whole["us"] < sum(r["us"] for r in rows[:-2]) < 2.0 * whole["us"]
     assert "× floor" in capsys.readouterr().out
+
+
+def test_decoder_overhead_is_measured_outside_the_model():
+    """Its two parts, directly: the per-byte kernel call and constriction's decode."""
+    from rwkvzip.cm.mixing import MixConfig
+    from rwkvzip.net.gdn.model import GdnConfig
+    from rwkvzip.recipe import Recipe
+
+    profile = load_script("profile_kernels")
+    recipe = Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=1, key_heads=1,
+                                                value_heads=2, key_dim=16, value_dim=16,
+                                                mlp=64),
+                    lr=0.0, mix=MixConfig(table_bits=10, match_bits=12))
+    parts = profile.decoder_overhead(recipe, b"decoder overhead, outside the model " * 60)
+    assert set(parts) == {"call", "coder"}
+    assert all(0.0 < us < 1000.0 for us in parts.values())
