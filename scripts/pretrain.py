@@ -180,7 +180,11 @@ def long_lines(root: Path, pattern: str = "*") -> set[bytes]:
 
 def eval_lines() -> set[bytes]:
     """Long lines of the evaluation files and of the licence texts: a document made of them
-    (COPYING files under other names, quoted licences, eval texts) is not trained on."""
+    (COPYING files under other names, quoted licences, eval texts) is not trained on. The
+    evaluation corpus must be there: without it the filter would pass everything."""
+    if not EVAL_CORPUS.is_dir():
+        raise SystemExit(f"pretrain: the evaluation corpus {EVAL_CORPUS} is missing (set "
+                         "RWKVZIP_CORPUS): its lines are what the training corpus must avoid")
     return long_lines(EVAL_CORPUS) | long_lines(LICENCES)
 
 
