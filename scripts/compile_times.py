@@ -1,6 +1,7 @@
 """Where a cold start goes: compile every kernel one level runs, in an empty kernel cache,
 and report each jitted function's compile time (self: without the functions it compiled in
-turn; total: with them).
+turn; total: with them) and how many times it was compiled (once per type signature: a
+count above 1 is a function typed by two kinds of argument).
 
     python scripts/compile_times.py [--level 4] [--decode] [--top 25] [--json OUT]
 
@@ -58,9 +59,21 @@ def measure(level: int, decode: bool, data: bytes) -> dict:
     if decode and api.decompress(blob) != data:
         raise SystemExit("compile_times: decoding did not give the data back")
     wall = time.perf_counter() - t0
-    rows.sort(key=lambda r: r["self_s"], reverse=True)
     return {"level": level, "decode": decode, "bytes": len(data), "wall_s": wall,
-            "compiled": len(rows), "compile_s": sum(r["self_s"] for r in rows), "kernels": rows}
+            "compiled": len(rows), "compile_s": sum(r["self_s"] for r in rows),
+            "kernels": by_function(rows)}
+
+
+def by_function(rows: list[dict]) -> list[dict]:
+    """One row per function (its compilations summed), the costliest first."""
+    funcs: dict[str, dict] = {}
+    for r in rows:
+        f = funcs.setdefault(r["kernel"], {"kernel": r["kernel"], "self_s": 0.0,
+                                           "total_s": 0.0, "compilations": 0})
+        f["self_s"] += r["self_s"]
+        f["total_s"] += r["total_s"]
+        f["compilations"] += 1
+    return sorted(funcs.values(), key=lambda f: f["self_s"], reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     report = measure(args.level, args.decode, SAMPLE.read_bytes()[:args.bytes])
     print(f"level {report['level']}: {report['wall_s']:.1f} s, {report['compiled']} "
           f"compilations, {report['compile_s']:.1f} s compiling")
-    print(f"{'self s':>8} {'total s':>8}  kernel")
+    print(f"{'self s':>8} {'total s':>8} {'times':>5}  kernel")
     for r in report["kernels"][:args.top]:
-        print(f"{r['self_s']:8.2f} {r['total_s']:8.2f}  {r['kernel']}")
+        print(f"{r['self_s']:8.2f} {r['total_s']:8.2f} {r['compilations']:5d}  {r['kernel']}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -100,3 +100,22 @@ def test_softmax_is_the_scalar_formula_bit_for_bit():
         softmax_with_floor(logits, 2.0**-20, got[0], got[1])
         scalar_softmax(logits, 2.0**-20, got[2], got[3])
         assert np.array_equal(got[0], got[2]) and np.array_equal(got[1], got[3])
+
+
+def test_a_helper_called_with_constants_compiles_once():
+    """Calls between kernels are typed by plain types (ops.jit.Kernel): a helper called with
+    the constants 3 and 4, and a flag, compiles once, not once per value."""
+    from rwkvzip.ops.jit import jit
+
+    @jit(cache=False)
+    def part(x, slot, flag):
+        return x[slot] if flag else -x[slot]
+
+    @jit(cache=False)
+    def whole(x):
+        return part(x, 3, True) + part(x, 4, False)
+
+    x = np.arange(8, dtype=np.float64)
+    assert whole(x) == 3.0 - 4.0
+    assert [str(t) for t in part.signatures[0][1:]] == ["int64", "bool"]
+    assert len(part.signatures) == 1

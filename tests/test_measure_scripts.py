@@ -89,5 +89,6 @@ def test_compile_times_reports_each_kernel_of_a_cold_level(tmp_path):
     report = json.loads(out.read_text())
     names = {r["kernel"] for r in report["kernels"]}
     assert "rwkvzip.cm.counts.run" in names
+    assert sum(r["compilations"] for r in report["kernels"]) == report["compiled"]
     assert 0 < report["compile_s"] <= report["wall_s"] + 1e-6
     assert b"compilations" in proc.stdout

@@ -101,7 +101,7 @@ def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch)
                                    tr, gstate, I, F[F_FLOOR], scratch)
 
 
-@jit(inline="always")
+@jit
 def publish(tr, net, mixing):
     """The coding distribution of the next byte, into P: the network's own (from the trace
     tr), or the mixer's, which reads the network's softmax from the trace."""
@@ -115,7 +115,7 @@ def publish(tr, net, mixing):
             P[j] = p[j]
 
 
-@jit(inline="always")
+@jit
 def loss_symbol(symbol, tr, net, mixing, j):
     """What the backward pass of step j differentiates: the network's own loss on `symbol`,
     or with mixing that loss plus the mixer's (through the network's input to the mixer:
@@ -131,7 +131,7 @@ def loss_symbol(symbol, tr, net, mixing, j):
     return -1
 
 
-@jit(inline="always")
+@jit
 def copy(src, dst):
     for i in range(dst.shape[0]):
         dst[i] = src[i]
@@ -197,7 +197,7 @@ def tbptt_update(arch, net, train, mixing):
         forward(arch, toks[j], W, state, tr, I, F)
 
 
-@jit(inline="always")
+@jit
 def learn_mixing(symbol, j, mixing):
     """The mixer learns from the byte just coded (the gradient for the network goes to row
     j of its GM rows); the context models then move on to the next context."""
