@@ -12,7 +12,7 @@ from rwkvzip import api
 from rwkvzip.cm import counts
 from rwkvzip.cm.fastcm import CountArrays, CountsConfig
 from rwkvzip.cm.mixing import MixConfig
-from rwkvzip.coding import container
+from rwkvzip.coding import coder, container
 from rwkvzip.coding.codec import CountsPredictor, Predictor
 from rwkvzip.recipe import PROB_FLOOR, Recipe, RecipeError, preset_by_name, preset_id_of
 
@@ -29,7 +29,7 @@ def rows_of(cfg: CountsConfig, data: bytes) -> np.ndarray:
     a = CountArrays(cfg, PROB_FLOOR)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
     probs = np.empty((len(buf), 256), dtype=np.float32)
-    counts.run(buf, probs, True, a.C, a.S, a.W, a.HB)
+    counts.run(buf, probs, coder.RECORD, a.C, a.S, a.W, a.HB, coder.no_decoder())
     return probs
 
 

@@ -66,8 +66,7 @@ def test_match_model_codes_a_long_repeat_almost_for_free():
     data = np.concatenate([block, block])
     p = Predictor(mixed(network=False))
     probs = np.empty((len(data), 256), dtype=np.float32)
-    run, arrays = p.kernel()
-    run(data, probs, True, False, *arrays)
+    p.run_block(data, probs)
     bits = -np.log2(probs[np.arange(len(data)), data].astype(np.float64))
     assert bits[:4000].mean() > 7.5  # random bytes: nothing to predict
     assert bits[4000:].mean() < 0.5  # the repeat: the match model predicts it
@@ -186,8 +185,7 @@ def test_network_learns_from_its_loss_plus_the_mixers():
     keep = 1.0 - V * PROB_FLOOR
     own = keep * q[y] / pr[y] * q
     own[y] -= keep * q[y] / pr[y]
-    run, arrays = p.kernel()
-    run(np.frombuffer(TEXT[200:201], np.uint8).copy(), p._no_rows, False, False, *arrays)
+    p.learn_frame(TEXT[200:201])
     S, MX = p.mixing[2], p.mixing[3]
     from_mixer = MX[S[mixer.S_GM]:S[mixer.S_GM] + V].astype(np.float64)
     used = common.gslice(p.trace, p.index, common.T_GLOGITS, V).astype(np.float64)

@@ -27,7 +27,8 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
 
 
 def test_decoder_overhead_is_measured_outside_the_model():
-    """Its two parts, directly: the per-byte kernel call and constriction's decode."""
+    """Its two parts, directly: the range decoder inside the kernel (it must give the bytes
+    back) and a byte's share of the kernel call once a block."""
     from rwkvzip.cm.mixing import MixConfig
     from rwkvzip.net.gdn.model import GdnConfig
     from rwkvzip.recipe import Recipe

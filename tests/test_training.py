@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rwkvzip import api
-from rwkvzip.coding import container, stepper
+from rwkvzip.coding import coder, container, stepper
 from rwkvzip.coding.codec import Predictor
 from rwkvzip.net import optim
 from rwkvzip.net.gdn.model import GdnConfig
@@ -52,8 +52,8 @@ def test_roundtrip_each_mode_and_optimizer(mode, optimizer, lr, arch):
 
 def run_bytes(pred: Predictor, data: bytes, record: bool = True) -> np.ndarray:
     rows = np.zeros((len(data), 256), dtype=np.float32)
-    run, arrays = pred.kernel()
-    run(np.frombuffer(data, dtype=np.uint8).copy(), rows, record, False, *arrays)
+    pred.advance(np.frombuffer(data, dtype=np.uint8).copy(), rows,
+                 coder.RECORD if record else coder.ADVANCE, coder.no_decoder())
     return rows
 
 

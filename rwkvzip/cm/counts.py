@@ -47,6 +47,7 @@ from rwkvzip.cm.history import (
     verified_length,
     word_context,
 )
+from rwkvzip.coding import coder
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 
@@ -338,16 +339,13 @@ def begin(C, S, W):
 
 
 @jit
-def run(data, probs, record, C, S, W, HB):
-    """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution."""
+def run(data, probs, io, C, S, W, HB, decoder):
+    """Advance over a block of bytes, doing `io` with each (coder.take_byte: record its
+    distribution, or decode it first); returns the bytes advanced over (fewer only when a
+    decoded stream is corrupt)."""
+    P = W[:ALPHABET]
     for t in range(data.shape[0]):
-        if record:
-            for x in range(ALPHABET):
-                probs[t, x] = W[x]
+        if not coder.take_byte(io, t, data, probs, P, decoder):
+            return t
         learn(np.int64(data[t]), C, S, W, HB)
-
-
-@jit
-def step(y, C, S, W, HB):
-    """The decoder's step: learn the byte just decoded, predict the next (one dispatch)."""
-    learn(np.int64(y), C, S, W, HB)
+    return data.shape[0]

@@ -1,7 +1,8 @@
 """The per-byte loops: a Predictor holds one model's live arrays; frames are coded through it.
 
 The encoder runs a block of bytes inside numba and codes the rows in one batched call; the
-decoder alternates one numba step and one decode per byte. Both use the same kernels.
+decoder runs a block inside numba too, decoding each byte in the kernel (coder.take_byte).
+Both use the same kernels.
 
 `Predictor(recipe)` gives the predictor of the recipe's kind, each with the same interface
 (encode_frame, learn_frame, decode_frame): NetworkPredictor runs the network, alone or mixed
@@ -23,7 +24,6 @@ from rwkvzip.cm.mixing import MixArrays
 from rwkvzip.coding import coder, stepper
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
-from rwkvzip.ops.jit import compiled
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 WARM_UP = b"warm up, once"  # what warm_up codes
@@ -71,14 +71,29 @@ class Predictor:
 
     def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
         """Advance over the block's bytes (in numba); rows[t] gets byte t's distribution."""
-        raise NotImplementedError
+        self.advance(block, rows, coder.RECORD, self._no_decoder)
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
-        raise NotImplementedError
+        block = np.frombuffer(data, dtype=np.uint8).copy()
+        self.advance(block, self._no_rows, coder.ADVANCE, self._no_decoder)
 
     def decode_frame(self, payload: bytes, raw_len: int,
                      progress: Progress | None = None) -> bytes:
+        """The frame's bytes, decoded inside the model's kernel a block at a time."""
+        decoder = coder.new_decoder(payload)
+        out = np.zeros(raw_len, dtype=np.uint8)
+        for lo in range(0, raw_len, ENCODE_BLOCK):
+            block = out[lo:lo + ENCODE_BLOCK]
+            if self.advance(block, self._no_rows, coder.DECODE, decoder) != len(block):
+                raise coder.CoderError("the payload is not a range-coder stream of this model")
+            if progress:
+                progress(len(block))
+        return out.tobytes()
+
+    def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
+        """Run the model's block kernel over `block` doing `io` with each byte
+        (coder.take_byte); the bytes advanced over."""
         raise NotImplementedError
 
 
@@ -161,6 +176,7 @@ class NetworkPredictor(Predictor):
         self.probs = np.zeros(ALPHABET, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index
         self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)  # `run` without recording
+        self._no_decoder = coder.no_decoder()
         self._no_data = np.zeros(0, dtype=np.uint8)  # `run` with `start` alone
         if recipe.mix is not None:
             m = MixArrays(recipe.mix, recipe.bptt, frozen=recipe.lr == 0.0)
@@ -183,10 +199,10 @@ class NetworkPredictor(Predictor):
     def begin(self) -> None:
         """Predict the first byte from the current weights and state."""
         run, arrays = self.kernel()
-        run(self._no_data, self._no_rows, False, True, *arrays)
+        run(self._no_data, self._no_rows, coder.ADVANCE, True, *arrays, self._no_decoder)
 
     def kernel(self) -> tuple:
-        """The block kernel of this arch and its arguments after (data, probs, record, start):
+        """The block kernel of this arch and its bundles after (data, probs, io, start):
         run_fixed when the network does not learn (it compiles without the training code),
         else run."""
         run, run_fixed = stepper.ENTRY_POINTS[self.arch]
@@ -194,37 +210,9 @@ class NetworkPredictor(Predictor):
             return run_fixed, (self.net, self.mixing)
         return run, (self.net, self.training, self.mixing)
 
-    def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
+    def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
         run, arrays = self.kernel()
-        run(block, rows, True, False, *arrays)
-
-    def learn_frame(self, data: bytes) -> None:
-        """Advance over bytes stored uncoded, exactly as encoding them would have."""
-        run, arrays = self.kernel()
-        run(np.frombuffer(data, dtype=np.uint8).copy(), self._no_rows, False, False, *arrays)
-
-    def decode_frame(self, payload: bytes, raw_len: int,
-                     progress: Progress | None = None) -> bytes:
-        dec = coder.new_decoder(payload)
-        out = bytearray(raw_len)
-        # Locals keep the per-byte loop lean: one decode and one compiled call per byte.
-        decode_one, probs = coder.decode_one, self.probs
-        kernel, arrays = self.kernel()
-        one, no_rows = np.zeros(1, dtype=np.uint8), self._no_rows
-        run = compiled(kernel, one, no_rows, False, False, *arrays)
-        try:
-            for lo in range(0, raw_len, ENCODE_BLOCK):
-                hi = min(lo + ENCODE_BLOCK, raw_len)
-                for t in range(lo, hi):
-                    sym = decode_one(dec, probs)
-                    out[t] = sym
-                    one[0] = sym
-                    run(one, no_rows, False, False, *arrays)
-                if progress:
-                    progress(hi - lo)
-        except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
-            raise coder.CoderError(str(exc)) from None
-        return bytes(out)
+        return run(block, rows, io, False, *arrays, decoder)
 
 
 class CountsPredictor(Predictor):
@@ -237,38 +225,12 @@ class CountsPredictor(Predictor):
         self.recipe = recipe
         self.arrays = CountArrays(recipe.counts, PROB_FLOOR)
         self.probs = self.arrays.probs
+        self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)
+        self._no_decoder = coder.no_decoder()
 
-    def _state(self) -> tuple:
+    def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
         a = self.arrays
-        return a.C, a.S, a.W, a.HB
-
-    def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
-        counts.run(block, rows, True, *self._state())
-
-    def learn_frame(self, data: bytes) -> None:
-        counts.run(np.frombuffer(data, dtype=np.uint8).copy(), np.zeros((1, ALPHABET), np.float32),
-                   False, *self._state())
-
-    def decode_frame(self, payload: bytes, raw_len: int,
-                     progress: Progress | None = None) -> bytes:
-        dec = coder.new_decoder(payload)
-        out = bytearray(raw_len)
-        # One decode and one compiled call (the symbol and four arrays) per byte.
-        decode_one, probs = coder.decode_one, self.probs
-        C, S, W, HB = self._state()
-        step = compiled(counts.step, 0, C, S, W, HB)
-        try:
-            for lo in range(0, raw_len, ENCODE_BLOCK):
-                hi = min(lo + ENCODE_BLOCK, raw_len)
-                for t in range(lo, hi):
-                    sym = decode_one(dec, probs)
-                    out[t] = sym
-                    step(sym, C, S, W, HB)
-                if progress:
-                    progress(hi - lo)
-        except (ValueError, RuntimeError, AssertionError) as exc:  # constriction, corrupt payload
-            raise coder.CoderError(str(exc)) from None
-        return bytes(out)
+        return counts.run(block, rows, io, a.C, a.S, a.W, a.HB, decoder)
 
 
 def warm_up(recipe: Recipe, decoding: bool = True) -> None:

@@ -2,9 +2,10 @@
 
 Encoder and decoder call exactly these kernels (`run`, or `run_fixed` when the network does
 not learn; the first call with `start` predicts the first byte), so both sides compute the
-same bits. Each has one entry point per architecture (ENTRY_POINTS), in which the
-architecture is a constant: numba prunes the other network's branch before typing, so a
-level compiles only what it runs.
+same bits; the decoder's range decoding runs inside them too (coder.take_byte). Each has
+one entry point per architecture (ENTRY_POINTS), in which the architecture is a constant:
+numba prunes the other network's branch before typing, so a level compiles only what it
+runs.
 
 Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
   MODE_HEAD   output layer only: exact step on LM head and bias after each byte
@@ -49,6 +50,7 @@ from collections import namedtuple
 import numpy as np
 
 from rwkvzip.cm import context, mixer
+from rwkvzip.coding import coder
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as gdn
@@ -266,69 +268,70 @@ def advance(symbol, arch, net, train, mixing):
 
 
 @jit(inline="always")
-def run(arch, data, probs, record, start, net, train, mixing):
-    """Advance over a block of bytes; with `record`, probs[t] gets byte t's distribution;
-    with `start`, first predict the first byte (a stream's or a document's start).
+def run(arch, data, probs, io, start, net, train, mixing, decoder):
+    """Advance over a block of bytes, doing `io` with each (coder.take_byte: record its
+    distribution in probs[t], or decode it into data[t] first); with `start`, first predict
+    the first byte (a stream's or a document's start). Returns the bytes advanced over
+    (fewer only when a decoded stream is corrupt).
 
     Each entry point below is one top-level kernel that reaches the model, which LLVM
     optimises as a whole: one kernel instead of three separate loops costs 20 s of
     compilation instead of ~200 s.
     """
-    P = net.P
     if start:
         begin(arch, net, train, mixing)
     for t in range(data.shape[0]):
-        if record:
-            for j in range(P.shape[0]):
-                probs[t, j] = P[j]
+        if not coder.take_byte(io, t, data, probs, net.P, decoder):
+            return t
         advance(int(data[t]), arch, net, train, mixing)
+    return data.shape[0]
 
 
 @jit(inline="always")
-def run_fixed(arch, data, probs, record, start, net, mixing):
+def run_fixed(arch, data, probs, io, start, net, mixing, decoder):
     """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
     pass or optimizer is reachable from it, so a level whose network does not learn (the
     default) compiles a fraction of the kernels."""
-    P, F = net.P, net.F
+    F = net.F
     if start:
         begin_fixed(arch, net, mixing)
     for t in range(data.shape[0]):
-        if record:
-            for j in range(P.shape[0]):
-                probs[t, j] = P[j]
+        if not coder.take_byte(io, t, data, probs, net.P, decoder):
+            return t
         symbol = int(data[t])
         if F[F_MIX] != 0.0:
             learn_mixing(symbol, 0, mixing)
         predict_fixed(symbol, arch, net, mixing)
         F[F_SEEN] += 1.0
+    return data.shape[0]
 
 
 # Entry points, one per architecture (the codec calls these, through ENTRY_POINTS):
-# run_*(data, probs, record, start, net, train, mixing)   a block, the network learning
-# run_fixed_*(data, probs, record, start, net, mixing)    a block, the network fixed or absent
+# run_*(data, probs, io, start, net, train, mixing, decoder)  a block, the network learning
+# run_fixed_*(data, probs, io, start, net, mixing, decoder)   the network fixed or absent
 @jit
-def run_rwkv7(data, probs, record, start, net, train, mixing):
-    run(ARCH_RWKV7, data, probs, record, start, net, train, mixing)
-
-
-@jit
-def run_gdn(data, probs, record, start, net, train, mixing):
-    run(ARCH_GDN, data, probs, record, start, net, train, mixing)
+def run_rwkv7(data, probs, io, start, net, train, mixing, decoder):
+    return run(ARCH_RWKV7, data, probs, io, start, net, train, mixing, decoder)
 
 
 @jit
-def run_fixed_rwkv7(data, probs, record, start, net, mixing):
-    run_fixed(ARCH_RWKV7, data, probs, record, start, net, mixing)
+def run_gdn(data, probs, io, start, net, train, mixing, decoder):
+    return run(ARCH_GDN, data, probs, io, start, net, train, mixing, decoder)
 
 
 @jit
-def run_fixed_gdn(data, probs, record, start, net, mixing):
-    run_fixed(ARCH_GDN, data, probs, record, start, net, mixing)
+def run_fixed_rwkv7(data, probs, io, start, net, mixing, decoder):
+    return run_fixed(ARCH_RWKV7, data, probs, io, start, net, mixing, decoder)
 
 
 @jit
-def run_fixed_none(data, probs, record, start, net, mixing):
-    run_fixed(ARCH_NONE, data, probs, record, start, net, mixing)
+def run_fixed_gdn(data, probs, io, start, net, mixing, decoder):
+    return run_fixed(ARCH_GDN, data, probs, io, start, net, mixing, decoder)
+
+
+@jit
+def run_fixed_none(data, probs, io, start, net, mixing, decoder):
+    return run_fixed(ARCH_NONE, data, probs, io, start, net, mixing, decoder)
 
 
 ENTRY_POINTS = {  # arch: (run, run_fixed)

@@ -55,10 +55,3 @@ def jit(func=None, **kwargs):
 
     return wrap if func is None else wrap(func)
 
-
-def compiled(kernel, *args):
-    """The machine code `kernel` runs for arguments of these types, to call directly: it
-    skips numba's type dispatch (1-3 us a call, more for tuples of arrays), for the
-    decoder's once-a-byte calls. Only for calls whose arguments keep these exact types (the
-    same arrays every time): the compiled code does not check them."""
-    return kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
