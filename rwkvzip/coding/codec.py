@@ -69,6 +69,11 @@ class Predictor:
                 progress(len(block))
         return coder.finish(enc)
 
+    def stand_ins(self) -> None:
+        """The rows and decoder arguments of kernel calls that record or decode nothing."""
+        self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)
+        self._no_decoder = coder.no_decoder()
+
     def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
         """Advance over the block's bytes (in numba); rows[t] gets byte t's distribution."""
         self.advance(block, rows, coder.RECORD, self._no_decoder)
@@ -175,8 +180,7 @@ class NetworkPredictor(Predictor):
         self.R = scope_table(model.layout, recipe.scope)
         self.probs = np.zeros(ALPHABET, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index
-        self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)  # `run` without recording
-        self._no_decoder = coder.no_decoder()
+        self.stand_ins()
         self._no_data = np.zeros(0, dtype=np.uint8)  # `run` with `start` alone
         if recipe.mix is not None:
             m = MixArrays(recipe.mix, recipe.bptt, frozen=recipe.lr == 0.0)
@@ -225,8 +229,7 @@ class CountsPredictor(Predictor):
         self.recipe = recipe
         self.arrays = CountArrays(recipe.counts, PROB_FLOOR)
         self.probs = self.arrays.probs
-        self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)
-        self._no_decoder = coder.no_decoder()
+        self.stand_ins()
 
     def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
         a = self.arrays

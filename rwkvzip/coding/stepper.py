@@ -41,6 +41,8 @@ Training and Mixing):
   scratch    work space of the backward pass
   CT, HB, S, MX, ST   the mixer's tables, history, state, floats and stretch table
                       (context.py, mixer.py; one-element dummies without mixing)
+  decoder    (words, state) of coder.new_decoder: the stream a DECODE block reads (stand-ins
+             otherwise)
 """
 
 from __future__ import annotations
