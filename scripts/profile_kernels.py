@@ -33,7 +33,9 @@ from rwkvzip import priors
 from rwkvzip.coding import coder
 from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor
 from rwkvzip.net import common as KC  # noqa: N812
+from rwkvzip.net import optim
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
+from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
@@ -42,6 +44,7 @@ from rwkvzip.ops.linalg import (
     l2_normalize,
     layer_norm,
     matvec,
+    outer_acc,
     rms_norm,
     softmax_with_floor,
 )
@@ -76,6 +79,35 @@ def loop_forward(arch, data, W, state, tr, I, floor):
             KR.forward_step(data[t], W, state, tr, I, floor)
         else:
             KG.forward_step(data[t], W, state, tr, I, floor)
+
+
+@jit(cache=False)
+def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratch):
+    """RWKV-7: each byte's forward step, then its backward step (one byte's gradient)."""
+    for t in range(data.shape[0] - 1):
+        for i in range(state.shape[0]):
+            s_old[i] = state[i]
+            gstate[i] = 0.0
+        KR.forward_step(data[t], W, state, tr, I, floor)
+        rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate, I,
+                                     floor, scratch)
+
+
+@jit(cache=False)
+def loop_outer(G, shapes, x, g, n):
+    """The weight-gradient outer products of one backward step (every matrix), n times."""
+    for _ in range(n):
+        o = 0
+        for m in range(shapes.shape[0]):
+            n_in, n_out = shapes[m, 0], shapes[m, 1]
+            outer_acc(G[o:o + n_in * n_out], x, g, n_in, n_out)
+            o += n_in * n_out
+
+
+@jit(cache=False)
+def loop_optimizer(W, O, G, R, F, n):
+    for _ in range(n):
+        optim.apply_gradients(W, O, G, R, F, 0.125)
 
 
 @jit(cache=False)
@@ -430,6 +462,37 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
     return {"call": call * 1e6, "coder": coding / len(buf) * 1e6}
 
 
+def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
+    """µs a byte of the parts of -7's RWKV-7 TBPTT step, each timed alone on the predictor's
+    arrays: the backward step (forward and backward of each byte, less the forward), the
+    weight-gradient outer products within it (every matrix of the layout, input-major), and
+    the optimizer, once a segment of `bptt` bytes."""
+    prior = priors.resolve(recipe)
+    pred = Predictor(recipe, None if prior is None else prior.W)
+    buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+    W, I, floor = pred.W, pred.index, PROB_FLOOR
+    state, tr = pred.state.copy(), pred.trace.copy()
+    loop_forward(0, buf[:16], W, state, tr, I, floor)
+    t = time.perf_counter()
+    loop_forward(0, buf, W, state, tr, I, floor)
+    forward = (time.perf_counter() - t) / len(buf)
+    G = np.zeros_like(W)
+    s_old, gstate = np.zeros_like(state), np.zeros_like(state)
+    loop_forward_backward(buf[:16], W, G, state, s_old, tr, gstate, I, floor, pred.scratch)
+    t = time.perf_counter()
+    loop_forward_backward(buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch)
+    both = (time.perf_counter() - t) / (len(buf) - 1)
+    shapes = np.array([s.shape[::-1] if s.transposed else s.shape for s in pred.model.layout.specs
+                       if len(s.shape) == 2 and not s.name.endswith("embeddings.weight")],
+                      dtype=np.int64)
+    widest = int(shapes.max())
+    x, g = np.ones(widest, dtype=np.float32), np.full(widest, 1e-3, dtype=np.float32)
+    outer = timed(lambda n: loop_outer(G, shapes, x, g, n))
+    opt = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, pred.R, pred.F.copy(), n))
+    return {"backward": (both - forward) * 1e6, "outer": outer * 1e6,
+            "optimizer": opt / recipe.bptt * 1e6}
+
+
 def profile_levels(data: bytes) -> list[dict]:
     """The codec's own per-byte costs at the default and -7 recipes."""
     default, top = level_recipe(4), level_recipe(7)
@@ -439,6 +502,7 @@ def profile_levels(data: bytes) -> list[dict]:
     alone = replace(top, mix=None)
     frozen_top = per_byte(replace(alone, lr=0.0, bptt=0), data)["kernel"]
     tbptt = per_byte(alone, data)["kernel"]
+    parts = tbptt_parts(alone, data)
     rows = [
         ("context models + mixer (default level, network off)", cm["kernel"]),
         ("default level (frozen prior mixed in), kernels", mixed["kernel"]),
@@ -454,6 +518,12 @@ def profile_levels(data: bytes) -> list[dict]:
          frozen_top),
         ("-7's network alone, TBPTT(8) training", tbptt),
         ("  TBPTT step / forward (ratio)", tbptt / frozen_top),
+        ("  of the step: one backward step (a byte's gradient)", parts["backward"]),
+        ("    of which the weight-gradient outer products", parts["outer"]),
+        (f"  of the step: the optimizer, once a segment of {alone.bptt} bytes",
+         parts["optimizer"]),
+        ("  of the step: two forwards (live, and the recompute after the update) and the "
+         "rest", tbptt - parts["backward"] - parts["optimizer"]),
     ]
     return [{"part": part, "us": round(us, 2)} for part, us in rows]
 

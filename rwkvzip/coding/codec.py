@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
 from rwkvzip.cm import counts
 from rwkvzip.cm.fastcm import CountArrays
 from rwkvzip.cm.mixing import MixArrays
-from rwkvzip.coding import coder, stepper
+from rwkvzip.coding import coder, precompile, stepper
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
 from rwkvzip.recipe import PROB_FLOOR, Recipe
@@ -238,16 +237,14 @@ class CountsPredictor(Predictor):
 
 def warm_up(recipe: Recipe, decoding: bool = True) -> None:
     """Compile (or load from the on-disk cache) every kernel that coding (and decoding, if
-    `decoding`) with this recipe call, on a few bytes and the smallest tables: kernels are
-    typed by their arrays' kinds, not sizes, so the real predictor then starts at full
-    speed. Lets the command line say when it compiles and time the coding alone."""
-    small = recipe
-    if recipe.mix is not None:
-        small = replace(recipe, mix=replace(recipe.mix, table_bits=10, match_bits=12))
-    if recipe.counts is not None:
-        small = replace(recipe, counts=replace(recipe.counts, table_bits=8, match_bits=12))
-    payload = Predictor(small).encode_frame(WARM_UP)
-    if decoding:
-        decoder = Predictor(small)
-        decoder.decode_frame(payload, len(WARM_UP))
-        decoder.learn_frame(WARM_UP)  # a stored frame
+    `decoding`) with this recipe call, on a few bytes and the smallest tables, so the real
+    predictor then starts at full speed; when compiling, a helper process compiles the
+    mixing kernels meanwhile (precompile.helper). Lets the command line say when it
+    compiles and time the coding alone."""
+    small = precompile.small_recipe(recipe)
+    with precompile.helper(recipe):
+        payload = Predictor(small).encode_frame(WARM_UP)
+        if decoding:
+            decoder = Predictor(small)
+            decoder.decode_frame(payload, len(WARM_UP))
+            decoder.learn_frame(WARM_UP)  # a stored frame

@@ -1,0 +1,108 @@
+"""A second process compiles the context models' and mixer's kernels while the first
+compiles the network's: numba compiles one function at a time in a process (a global lock),
+so with a core to spare a cold start takes about the longer of the two, not their sum.
+
+The helper calls those kernels on small fresh arrays with exactly the argument types the
+block kernels pass them (calls between kernels are typed by plain types, ops/jit.Kernel), so
+what it writes to the shared on-disk cache is what the first process then loads instead of
+compiling. It is started only when the warm-up is still running after HELPER_DELAY seconds
+(loading cached kernels takes less), and stopped when the warm-up ends.
+
+    python -m rwkvzip.coding.precompile RECIPE_JSON
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+
+from rwkvzip.recipe import PROB_FLOOR, Recipe
+
+HELPER_DELAY = 1.0  # seconds; warm starts take 0.4-0.6 s here
+
+
+def small_recipe(recipe: Recipe) -> Recipe:
+    """The recipe with the smallest tables: kernels are typed by their arrays' kinds, not
+    sizes, so it compiles what the full recipe runs."""
+    if recipe.mix is not None:
+        return replace(recipe, mix=replace(recipe.mix, table_bits=10, match_bits=12))
+    if recipe.counts is not None:
+        return replace(recipe, counts=replace(recipe.counts, table_bits=8, match_bits=12))
+    return recipe
+
+
+def compile_mixing(recipe: Recipe) -> None:
+    """Compile (or load) the kernels the block kernels call for the context models and the
+    mixer: the prediction (mixer.predict, as stepper.publish calls it) and the learning step
+    (stepper.learn_mixing), in the order a block runs them, on fresh small arrays."""
+    from rwkvzip.cm import mixer
+    from rwkvzip.cm.mixing import MixArrays
+    from rwkvzip.coding import stepper
+    from rwkvzip.ops import ALPHABET
+
+    small = small_recipe(recipe)
+    m = MixArrays(small.mix, small.bptt, frozen=small.lr == 0.0)
+    q = np.full(ALPHABET, 1.0 / ALPHABET, dtype=np.float32)  # the network's softmax
+    mixer.predict(q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR, np.zeros(ALPHABET, dtype=np.float32))
+    symbol = np.uint8(ord("w"))  # a block's bytes are uint8 (int() keeps the type in numba)
+    stepper.learn_mixing(symbol, 0, stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST))
+
+
+def _spare_core() -> bool:
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:  # not on Linux
+        return (os.cpu_count() or 1) > 1
+
+
+@contextlib.contextmanager
+def helper(recipe: Recipe, delay: float = HELPER_DELAY) -> Iterator[None]:
+    """Around a warm-up: after `delay` seconds, a helper process compiles the recipe's
+    mixing kernels (when it has a mixer and a network, and the machine a second core);
+    stopped when the warm-up ends (numba writes each cache file whole, so stopping it
+    mid-way costs nothing but its work)."""
+    if recipe.mix is None or not recipe.mix.network or not _spare_core():
+        yield
+        return
+    lock = threading.Lock()
+    procs: list[subprocess.Popen] = []
+    done = False
+
+    def start() -> None:
+        with lock:
+            if not done:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "rwkvzip.coding.precompile",
+                     recipe.to_json().decode()],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL))
+
+    timer = threading.Timer(delay, start)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            done = True
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait()
+
+
+def main(argv: list[str]) -> int:
+    compile_mixing(Recipe.from_json(argv[0].encode()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
