@@ -15,7 +15,7 @@ from tqdm import tqdm
 Progress = Callable[[int], None]  # told the number of raw bytes just processed
 BAR_DELAY = 0.5  # seconds of work before a bar appears: quick jobs stay silent
 NOTICE_DELAY = 1.5  # loading cached kernels takes less; compiling them takes a minute
-NOTICE = "rwkvzip: compiling kernels for this CPU, once (about a minute)"
+NOTICE = "rwkvzip: compiling kernels for this CPU, once (up to a minute)"
 
 
 def show_progress(quiet: bool) -> bool:
