@@ -27,6 +27,37 @@ def corpus_file(rel: str) -> Path:
     return path
 
 
+HELPER_COMPILES = """
+import json, sys
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        fn = ev.data["dispatcher"].py_func
+        compiled.append(fn.__module__ + "." + fn.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Listener())
+from rwkvzip.coding import precompile
+from rwkvzip.recipe import Recipe
+getattr(precompile, sys.argv[1])(Recipe.from_json(sys.argv[2].encode()))
+print(json.dumps(compiled))
+"""
+
+
+def helper_compiles(part: str, recipe: Recipe) -> list[str]:
+    """The functions the compile helper's `part` (precompile.compile_mixing, ...) compiles
+    for `recipe` in a new process sharing this one's kernel cache: none of a kernel this
+    process already compiled with the same argument types."""
+    import json
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", HELPER_COMPILES, part,
+                           recipe.to_json().decode()], capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return json.loads(proc.stdout)
+
+
 def load_script(name: str):
     """scripts/NAME.py as a module (its smoke test drives its main and helpers)."""
     spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")

@@ -1,62 +1,42 @@
-"""The cold-start helper (coding/precompile.py) compiles the mixing kernels with exactly the
-argument types the block kernels pass them: after it has run, a process coding with the
-recipe loads them from the shared cache instead of compiling them."""
+"""The cold-start helper (coding/precompile.py) compiles kernels with exactly the argument
+types the block kernels pass them, so that the two processes share the cached machine code:
+after the block kernels have run here, the helper finds what it would compile in the cache.
+(The backward step's part is checked in test_training.py, where the learning kernels are
+compiled anyway.)"""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from dataclasses import replace
 
+from rwkvzip import api
 from rwkvzip.coding import precompile
 from rwkvzip.recipe import level_recipe
 
-CODE_AND_LIST_COMPILES = """
-import json, sys
-from numba.core import event
-compiled = []
-class Listener(event.Listener):
-    def on_start(self, ev):
-        fn = ev.data["dispatcher"].py_func
-        compiled.append(fn.__module__ + "." + fn.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Listener())
-from rwkvzip import api
-from rwkvzip.recipe import Recipe
-recipe = Recipe.from_json(sys.argv[1].encode())
-data = b"the helper compiled the mixing kernels; this process loads them " * 20
-assert api.decompress(api.compress(data, recipe)) == data
-print(json.dumps(compiled))
-"""
+from conftest import helper_compiles
+
+DEFAULT = level_recipe(4)
 
 
-def test_the_main_process_loads_what_the_helper_compiled(tmp_path):
-    # the default's mixing without its network: the quickest recipe whose block kernel
-    # calls the mixing kernels the helper compiles
-    recipe = level_recipe(4)
-    recipe = replace(recipe, mix=replace(recipe.mix, network=False), prior=None).to_json().decode()
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    helper = subprocess.run([sys.executable, "-m", "rwkvzip.coding.precompile", recipe],
-                            env=env, capture_output=True, timeout=600)
-    assert helper.returncode == 0, helper.stderr.decode()[-2000:]
-    main = subprocess.run([sys.executable, "-c", CODE_AND_LIST_COMPILES, recipe], env=env,
-                          capture_output=True, timeout=600)
-    assert main.returncode == 0, main.stderr.decode()[-2000:]
-    compiled = json.loads(main.stdout)
-    assert "rwkvzip.coding.stepper.run_fixed_none" in compiled  # the block kernel itself
+def test_the_mixing_kernels_are_typed_as_the_block_kernels_type_them():
+    # the default's mixing without its network: the quickest recipe whose block kernel calls
+    # the mixing kernels the helper compiles
+    recipe = replace(DEFAULT, mix=replace(DEFAULT.mix, network=False), prior=None)
+    data = b"the block kernel compiles the mixing kernels; the helper finds them " * 20
+    assert api.decompress(api.compress(data, recipe)) == data
+    compiled = helper_compiles("compile_mixing", recipe)
     for loaded in ("rwkvzip.cm.mixer.predict", "rwkvzip.cm.mixer.learn",
                    "rwkvzip.coding.stepper.learn_mixing", "rwkvzip.cm.context.next_contexts"):
-        assert loaded not in compiled
+        assert loaded not in compiled, compiled
 
 
-def test_no_helper_for_levels_it_cannot_help():
-    """Count models and mixing without a network: the main process would compile the same
-    kernels at the same time. The context manager then starts nothing."""
-    default = level_recipe(4)
-    for recipe in (level_recipe(1), replace(default, mix=replace(default.mix, network=False))):
+def test_which_part_the_helper_takes():
+    """The backward step when the network learns (the main process reaches it last), else
+    the mixing; nothing for count models or mixing without a network (the main process
+    would compile the same kernels at the same time): no helper is then started."""
+    assert precompile.learns_by_backward(level_recipe(7))
+    assert not precompile.learns_by_backward(DEFAULT)  # a frozen prior
+    assert not precompile.learns_by_backward(level_recipe(1))
+    for recipe in (level_recipe(1), replace(DEFAULT, mix=replace(DEFAULT.mix, network=False))):
         with precompile.helper(recipe, delay=0.0):
             assert not [t for t in threading.enumerate() if isinstance(t, threading.Timer)]

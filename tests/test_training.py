@@ -10,7 +10,7 @@ from rwkvzip.net import optim
 from rwkvzip.net.gdn.model import GdnConfig
 from rwkvzip.recipe import Recipe, RecipeError, with_overrides
 
-from conftest import TINY_CONFIG
+from conftest import TINY_CONFIG, helper_compiles
 
 TEXT = (b"Alice was beginning to get very tired of sitting by her sister on the bank, "
         b"and of having nothing to do: once or twice she had peeped into the book her "
@@ -168,3 +168,14 @@ def test_recipe_scope_validation():
         with_overrides(learning, scope="attn+brain")
     with pytest.raises(RecipeError, match="bptt"):
         recipe(bptt=-1).validate()
+
+
+@pytest.mark.parametrize("arch", ["rwkv7", "gdn"])
+def test_the_compile_helper_types_the_backward_step_as_the_block_kernels_do(arch):
+    """precompile.compile_backward calls the backward step with the block kernels' argument
+    types: after the learning block kernel ran here, the helper process finds the backward
+    step in the shared kernel cache and compiles none of it."""
+    r = recipe(arch=arch, bptt=4, ckpt=4)
+    assert api.decompress(api.compress(TEXT, r)) == TEXT
+    compiled = helper_compiles("compile_backward", r)
+    assert not [c for c in compiled if c.endswith("backward_step")], compiled

@@ -1,6 +1,9 @@
-"""A second process compiles the context models' and mixer's kernels while the first
-compiles the network's: numba compiles one function at a time in a process (a global lock),
-so with a core to spare a cold start takes about the longer of the two, not their sum.
+"""A second process compiles part of a level's kernels while the first compiles the rest:
+numba compiles one function at a time in a process (a global lock), so with a core to spare
+a cold start takes about the longer of the two parts, not their sum. The main process types
+its block kernel in program order (the network's forward, the mixing, the backward pass);
+the helper takes the part it reaches last: the backward pass when the network learns
+(else the context models' and mixer's kernels, then nothing more).
 
 The helper calls those kernels on small fresh arrays with exactly the argument types the
 block kernels pass them (calls between kernels are typed by plain types, ops/jit.Kernel), so
@@ -38,6 +41,40 @@ def small_recipe(recipe: Recipe) -> Recipe:
     return recipe
 
 
+def compile_backward(recipe: Recipe) -> None:
+    """Compile (or load) the network's backward step, as stepper.backward calls it (zero
+    arrays of the model's sizes: the kernel only has to be typed and run once)."""
+    from rwkvzip.coding import stepper
+    from rwkvzip.net.gdn import backward as gdn_backward
+    from rwkvzip.net.rwkv7 import backward as rwkv7_backward
+
+    model = recipe.build_model()
+    module = rwkv7_backward if model.arch_id == stepper.ARCH_RWKV7 else gdn_backward
+
+    def zeros(n: int) -> np.ndarray:
+        return np.zeros(n, dtype=np.float32)
+
+    W = model.init_params(0)
+    module.backward_step(np.int64(0), np.int64(1), W, zeros(W.size), zeros(model.state_size),
+                         zeros(model.state_size), zeros(model.trace_size),
+                         zeros(model.state_size), model.index, PROB_FLOOR,
+                         zeros(model.backward_scratch_size()))
+
+
+def learns_by_backward(recipe: Recipe) -> bool:
+    """Whether the recipe's block kernel runs the backward step (bptt 1 or TBPTT)."""
+    network = recipe.counts is None and (recipe.mix is None or recipe.mix.network)
+    return network and recipe.lr > 0.0 and recipe.bptt >= 1
+
+
+def compile_part(recipe: Recipe) -> None:
+    """The helper's part: the backward step when the network learns, else the mixing."""
+    if learns_by_backward(recipe):
+        compile_backward(recipe)
+    elif recipe.mix is not None:
+        compile_mixing(recipe)
+
+
 def compile_mixing(recipe: Recipe) -> None:
     """Compile (or load) the kernels the block kernels call for the context models and the
     mixer: the prediction (mixer.predict, as stepper.publish calls it) and the learning step
@@ -64,11 +101,12 @@ def _spare_core() -> bool:
 
 @contextlib.contextmanager
 def helper(recipe: Recipe, delay: float = HELPER_DELAY) -> Iterator[None]:
-    """Around a warm-up: after `delay` seconds, a helper process compiles the recipe's
-    mixing kernels (when it has a mixer and a network, and the machine a second core);
-    stopped when the warm-up ends (numba writes each cache file whole, so stopping it
-    mid-way costs nothing but its work)."""
-    if recipe.mix is None or not recipe.mix.network or not _spare_core():
+    """Around a warm-up: after `delay` seconds, a helper process compiles the recipe's part
+    (compile_part: when the network learns, or is mixed with context models; with a second
+    core); stopped when the warm-up ends (numba writes each cache file whole, so stopping
+    it mid-way costs nothing but its work)."""
+    mixed = recipe.mix is not None and recipe.mix.network
+    if not (mixed or learns_by_backward(recipe)) or not _spare_core():
         yield
         return
     lock = threading.Lock()
@@ -100,7 +138,7 @@ def helper(recipe: Recipe, delay: float = HELPER_DELAY) -> Iterator[None]:
 
 
 def main(argv: list[str]) -> int:
-    compile_mixing(Recipe.from_json(argv[0].encode()))
+    compile_part(Recipe.from_json(argv[0].encode()))
     return 0
 
 
