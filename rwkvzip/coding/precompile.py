@@ -115,7 +115,10 @@ def helper(recipe: Recipe, delay: float = HELPER_DELAY) -> Iterator[None]:
 
     def start() -> None:
         with lock:
-            if not done:
+            if done:
+                return
+            # no interpreter to start (an embedded one): the main process compiles alone
+            with contextlib.suppress(OSError):
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "rwkvzip.coding.precompile",
                      recipe.to_json().decode()],
