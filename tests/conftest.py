@@ -29,19 +29,13 @@ def corpus_file(rel: str) -> Path:
 
 HELPER_COMPILES = """
 import json, sys
-from numba.core import event
-compiled = []
-class Listener(event.Listener):
-    def on_start(self, ev):
-        fn = ev.data["dispatcher"].py_func
-        compiled.append(fn.__module__ + "." + fn.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Listener())
+sys.path.insert(0, sys.argv[3])
+from compile_times import record_compiles
+compiled = record_compiles()
 from rwkvzip.coding import precompile
 from rwkvzip.recipe import Recipe
 getattr(precompile, sys.argv[1])(Recipe.from_json(sys.argv[2].encode()))
-print(json.dumps(compiled))
+print(json.dumps([row["kernel"] for row in compiled]))
 """
 
 
@@ -53,7 +47,8 @@ def helper_compiles(part: str, recipe: Recipe) -> list[str]:
     import subprocess
 
     proc = subprocess.run([sys.executable, "-c", HELPER_COMPILES, part,
-                           recipe.to_json().decode()], capture_output=True, timeout=600)
+                           recipe.to_json().decode(), str(ROOT / "scripts")],
+                          capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return json.loads(proc.stdout)
 

@@ -101,6 +101,17 @@ class Predictor:
         raise NotImplementedError
 
 
+def training_mode(recipe: Recipe) -> int:
+    """The stepper's mode (stepper.MODE_*) a network recipe runs in."""
+    if recipe.mix is not None and not recipe.mix.network:
+        return stepper.MODE_NONE
+    if recipe.lr == 0.0:
+        return stepper.MODE_FROZEN
+    if recipe.bptt >= 2:
+        return stepper.MODE_TBPTT
+    return stepper.MODE_BPTT1 if recipe.bptt == 1 else stepper.MODE_HEAD
+
+
 def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
     """Shape and dtype of each array a NetworkPredictor allocates for its network (weights,
     optimizer, state, TBPTT buffers): one source for the predictor and its memory estimate."""
@@ -156,10 +167,7 @@ class NetworkPredictor(Predictor):
         F[optim.F_DECAY] = recipe.decay
         F[optim.F_LR_MIN] = recipe.lr_min
         network = recipe.mix is None or recipe.mix.network
-        F[optim.F_MODE] = (stepper.MODE_NONE if not network
-                           else stepper.MODE_FROZEN if recipe.lr == 0.0
-                           else stepper.MODE_TBPTT if recipe.bptt >= 2
-                           else stepper.MODE_BPTT1 if recipe.bptt == 1 else stepper.MODE_HEAD)
+        F[optim.F_MODE] = training_mode(recipe)
         F[optim.F_MIX] = float(recipe.mix is not None)
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K

@@ -63,8 +63,10 @@ def compile_backward(recipe: Recipe) -> None:
 
 def learns_by_backward(recipe: Recipe) -> bool:
     """Whether the recipe's block kernel runs the backward step (bptt 1 or TBPTT)."""
-    network = recipe.counts is None and (recipe.mix is None or recipe.mix.network)
-    return network and recipe.lr > 0.0 and recipe.bptt >= 1
+    from rwkvzip.coding import codec, stepper
+
+    return recipe.counts is None and codec.training_mode(recipe) in (stepper.MODE_BPTT1,
+                                                                     stepper.MODE_TBPTT)
 
 
 def compile_part(recipe: Recipe) -> None:

@@ -54,4 +54,3 @@ def jit(func=None, **kwargs):
         return kernel
 
     return wrap if func is None else wrap(func)
-
