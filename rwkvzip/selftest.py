@@ -3,7 +3,8 @@ writes and reads the same files as every other.
 
 A vector is a recipe (a preset card, or a spelled-out recipe for an architecture that has no
 card) and the SHA-256 of the golden input compressed with it; the compressed file itself is
-shipped too. `rwkvzip selftest` compresses the input and compares the digest (writes the
+shipped too. A card with a model that only speaks on some kind of data (the 1-bit image
+model) codes a second input that holds that kind too (IMAGE_INPUT; `input_for`). `rwkvzip selftest` compresses the input and compares the digest (writes the
 same bytes), and decompresses the shipped file and compares it with the input (reads files
 made elsewhere). A vector is never rewritten: a changed digest is a determinism failure.
 `scripts/make_golden.py` adds vectors for new cards and architectures.
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 INPUT = "input.bin"
+IMAGE_INPUT = "input-image.bin"  # the golden input and a small bitmap after it
 
 
 def golden_dir() -> Traversable:
@@ -51,6 +53,7 @@ class Vector:
     recipe: Recipe
     sha256: str
     preset: str | None = None  # the card's name, when the recipe is a preset card's
+    input: str = INPUT  # the file of the input it codes
 
     def blob_name(self) -> str:
         return f"{self.name}.rwkz"
@@ -63,17 +66,30 @@ def _sha(data: bytes) -> str:
 def _vector(entry: dict) -> Vector:
     preset = entry.get("preset")
     recipe = preset_by_name(preset).recipe if preset else Recipe.from_dict(entry["recipe"])
-    return Vector(entry["name"], recipe, entry["sha256"], preset)
+    return Vector(entry["name"], recipe, entry["sha256"], preset, entry.get("input", INPUT))
+
+
+def input_for(recipe: Recipe) -> str:
+    """Which golden input a new vector of this recipe codes."""
+    return IMAGE_INPUT if recipe.mix is not None and recipe.mix.image else INPUT
 
 
 def load(directory: Traversable | None = None) -> tuple[bytes, list[Vector]]:
     """The golden input (checked against its digest) and the vectors."""
     directory = directory or golden_dir()
     manifest = json.loads((directory / MANIFEST).read_text())
-    data = (directory / INPUT).read_bytes()
-    if _sha(data) != manifest["input_sha256"]:
-        raise ValueError(f"golden input {INPUT} is damaged (its SHA-256 differs)")
-    return data, [_vector(e) for e in manifest["vectors"]]
+    return load_input(directory, INPUT), [_vector(e) for e in manifest["vectors"]]
+
+
+def load_input(directory: Traversable, name: str) -> bytes:
+    """One golden input, checked against the digest in the manifest."""
+    manifest = json.loads((directory / MANIFEST).read_text())
+    digest = (manifest["input_sha256"] if name == INPUT
+              else manifest.get("inputs", {}).get(name))
+    data = (directory / name).read_bytes()
+    if _sha(data) != digest:
+        raise ValueError(f"golden input {name} is damaged (its SHA-256 differs)")
+    return data
 
 
 def check(vector: Vector, data: bytes, directory: Traversable | None = None) -> list[str]:
@@ -100,11 +116,15 @@ def run(verbose: bool = False, directory: Traversable | None = None,
     """Check every vector and say plainly whether this machine agrees; True if it does."""
     out = out or sys.stdout
     start = time.monotonic()
+    directory = directory or golden_dir()
     data, vectors = load(directory)
+    inputs = {INPUT: data}
     failed = []
     for vector in vectors:
         t0 = time.monotonic()
-        problems = check(vector, data, directory)
+        if vector.input not in inputs:
+            inputs[vector.input] = load_input(directory, vector.input)
+        problems = check(vector, inputs[vector.input], directory)
         if problems:
             failed.append(vector.name)
         if verbose or problems:
@@ -140,10 +160,11 @@ def add_missing(directory: Path) -> list[str]:
     """Add vectors (and their files) for what `missing` lists; existing vectors and the
     input are never rewritten. The names added."""
     manifest = json.loads((directory / MANIFEST).read_text())
-    data, vectors = load(directory)
+    _, vectors = load(directory)
     added = []
     for name, recipe, preset in missing(vectors):
-        blob = api.compress(data, recipe)
+        source = input_for(recipe)
+        blob = api.compress(load_input(directory, source), recipe)
         if _stores_raw(blob):
             raise ValueError(f"{name}: the golden input is stored, not coded, so the vector "
                              "would not test the arithmetic; give it a recipe that learns")
@@ -153,6 +174,8 @@ def add_missing(directory: Path) -> list[str]:
         path.write_bytes(blob)
         entry = {"name": name, "sha256": _sha(blob)}
         entry.update({"preset": preset} if preset else {"recipe": recipe.to_dict()})
+        if source != INPUT:
+            entry["input"] = source
         manifest["vectors"].append(entry)
         added.append(name)
     if added:
@@ -164,6 +187,20 @@ def _stores_raw(blob: bytes) -> bool:
     f = io.BytesIO(blob)
     container.read_header(f)
     return any(frame.stored for frame in container.read_frames(f))
+
+
+def add_input(directory: Path, name: str, data: bytes) -> None:
+    """Ship a second golden input (never rewritten: one that exists must be the same)."""
+    manifest = json.loads((directory / MANIFEST).read_text())
+    inputs = manifest.setdefault("inputs", {})
+    if name in inputs:
+        if inputs[name] != _sha(data):
+            raise FileExistsError(f"golden input {name} exists with other bytes; inputs are "
+                                  "never rewritten")
+        return
+    (directory / name).write_bytes(data)
+    inputs[name] = _sha(data)
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 def start(directory: Path, data: bytes) -> None:

@@ -35,6 +35,22 @@ def golden_input() -> bytes:
     return text + code + bytes(range(256)) + bytes(32) + bytes(noise) + text
 
 
+def bitmap() -> bytes:
+    """A 1-bit image of 64 rows of 192 pixels (24 bytes): blank rows, then rings, a
+    slanted bar and a box, drawn with integer arithmetic."""
+    width, rows = 192, 64
+    out = bytearray()
+    for y in range(rows):
+        bits = 0
+        for x in range(width):
+            ring = any(abs((x - cx) ** 2 + (y - 36) ** 2 - 14 ** 2) < 40 for cx in (40, 110))
+            bar = 10 < y < 60 and abs(x - 150 - (y - 35) // 3) < 4
+            box = (20 <= y <= 58 and x in (170, 186)) or (y in (20, 58) and 170 <= x <= 186)
+            bits = (bits << 1) | int(y >= 8 and (ring or bar or box))
+        out += bits.to_bytes(width // 8, "big")
+    return bytes(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=GOLDEN)
@@ -42,6 +58,7 @@ def main() -> None:
     if not (args.dir / selftest.MANIFEST).exists():
         selftest.start(args.dir, golden_input())
         print(f"new golden input in {args.dir}")
+    selftest.add_input(args.dir, selftest.IMAGE_INPUT, golden_input() + bitmap())
     added = selftest.add_missing(args.dir)
     print(f"added: {', '.join(added)}" if added else "every card and architecture has a vector")
 

@@ -50,11 +50,18 @@ S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON = range(S_REC + 1, S_REC + 6)
 S_CPOS = S_REC + 8  # S[S_CPOS + c]: 1 + position of the last byte c (0: not seen)
 S_CDIST = S_CPOS + ALPHABET  # S[S_CDIST + c]: distance between the last two bytes c
 S_CRUN = S_CDIST + ALPHABET  # S[S_CRUN + c]: how many times in a row that distance repeated
-N_S = S_CRUN + ALPHABET
+# the 1-bit image model's slots (image.py): first its on flag, at the end its own record
+# detector (a length, then two candidates and their votes, as at S_REC)
+S_IMAGE, N_S_IMAGE = S_CRUN + ALPHABET, 16
+S_IMAGE_ON = S_IMAGE
+S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
+N_S = S_IMAGE + N_S_IMAGE
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16
 REC_VOTES = 16  # ... and a candidate with this many votes becomes the record length
+IMAGE_REC_RUN = 1  # the image model's detector: a repeat once is enough, and ...
+IMAGE_REC_VOTES = 4  # ... this many votes
 REC_MAX = 65535  # longest record length detected (and at most a quarter of the history)
 
 # Context kinds: the codes of MixConfig.orders (CountsConfig.orders has its own, counts.py;
@@ -200,7 +207,8 @@ def record_update(S, pos, symbol, hmask):
     """Record-length detection (paq8's record model): when byte `symbol` comes back at the
     same distance as its last REC_RUN times (REC_RUN_SHORT times for a short distance),
     that distance votes for the record length; the length follows a candidate with
-    REC_VOTES votes."""
+    REC_VOTES votes. With the image model on, a quicker second detector (IMAGE_REC_*) votes
+    with every nonzero byte: a bitmap's rows show few repeated bytes before its content."""
     last = S[S_CPOS + symbol]
     S[S_CPOS + symbol] = pos + 1
     if last == 0:
@@ -212,27 +220,38 @@ def record_update(S, pos, symbol, hmask):
         S[S_CDIST + symbol] = d
         S[S_CRUN + symbol] = 0
         return
-    if (S[S_CRUN + symbol] < (REC_RUN_SHORT if d < REC_SHORT else REC_RUN) or d < 2
-            or d > REC_MAX or 4 * d > hmask):
+    if d < 2 or d > REC_MAX or 4 * d > hmask:
         return
-    if d == S[S_REC_C1]:
-        S[S_REC_N1] += 1
-    elif d == S[S_REC_C2]:
-        S[S_REC_N2] += 1
-    elif S[S_REC_N1] > S[S_REC_N2]:
-        S[S_REC_C2] = d
-        S[S_REC_N2] = 1
+    run = S[S_CRUN + symbol]
+    if run >= (REC_RUN_SHORT if d < REC_SHORT else REC_RUN):
+        vote(S, S_REC, d, REC_VOTES)
+    if (S[S_IMAGE_ON] != 0 and symbol != 0
+            and run >= (REC_RUN_SHORT if d < REC_SHORT else IMAGE_REC_RUN)):
+        vote(S, S_IMAGE_REC, d, IMAGE_REC_VOTES)
+
+
+@jit
+def vote(S, R, d, votes):
+    """Distance d votes in the detector whose slots start at R: its length S[R], then two
+    candidates and their votes (S[R + 1 ... R + 4])."""
+    if d == S[R + 1]:
+        S[R + 2] += 1
+    elif d == S[R + 3]:
+        S[R + 4] += 1
+    elif S[R + 2] > S[R + 4]:
+        S[R + 3] = d
+        S[R + 4] = 1
     else:
-        S[S_REC_C1] = d
-        S[S_REC_N1] = 1
-    if S[S_REC_N1] >= REC_VOTES and S[S_REC] != S[S_REC_C1]:
-        S[S_REC] = S[S_REC_C1]
-        S[S_REC_N1] = 0
-        S[S_REC_N2] = 0
-    if S[S_REC_N2] >= REC_VOTES and S[S_REC] != S[S_REC_C2]:
-        S[S_REC] = S[S_REC_C2]
-        S[S_REC_N1] = 0
-        S[S_REC_N2] = 0
+        S[R + 1] = d
+        S[R + 2] = 1
+    if S[R + 2] >= votes and S[R] != S[R + 1]:
+        S[R] = S[R + 1]
+        S[R + 2] = 0
+        S[R + 4] = 0
+    if S[R + 4] >= votes and S[R] != S[R + 3]:
+        S[R] = S[R + 3]
+        S[R + 2] = 0
+        S[R + 4] = 0
 
 
 @jit

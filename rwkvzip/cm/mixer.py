@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
+from rwkvzip.cm import image
 from rwkvzip.cm.context import (
     S_EXPECT,
     S_HIST,
@@ -54,6 +55,7 @@ NET_CLAMP = 16.0
 P_MIN = 1.0 / 65536.0
 W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
+W_INIT_IMAGE = 0.3  # ... of the image model
 W_INIT_FINAL = 0.5  # ... of each selector's mixer in the final mixer (two selectors)
 # The text gate: MX[MX_TEXT] follows how text-like the recent bytes are (printable ASCII,
 # tab, CR, LF count 1, bytes >= 128 one half, other control bytes 0) at TEXT_RATE a byte; the
@@ -64,11 +66,13 @@ TEXT_RATE = 1.0 / 128.0
 GATE_LO, GATE_HI = 0.75, 0.95
 
 
-def layout(n_models: int, net: bool, bptt: int, selectors: int = 1) -> tuple[dict, int]:
+def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
+           image_model: bool = False) -> tuple[dict, int]:
     """Offsets into MX of every float array, and its size. A second selector adds its weights
     (by previous byte and node), the final mixer's weights and each node's two mixer outputs
-    at the end, so a one-selector layout is unchanged."""
-    nin = 2 * n_models + 2 + int(net)  # counters, their maps, match, bias, network
+    at the end, so a one-selector layout is unchanged; the image model's inputs come last."""
+    # counters, their maps, match, bias, network, image templates
+    nin = 2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
     two = selectors > 1
     sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
              ("w", 3 * (n_models + 1) * ALPHABET * nin),
@@ -76,7 +80,7 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1) -> tuple[dic
              ("x", ALPHABET * nin), ("dot", ALPHABET), ("pm", ALPHABET), ("sum", 2 * ALPHABET),
              ("gm", max(bptt, 1) * ALPHABET),
              ("w2", ALPHABET * ALPHABET * nin * two), ("wf", 2 * ALPHABET * two),
-             ("zs", 2 * ALPHABET * two)]
+             ("zs", 2 * ALPHABET * two), ("img", image.weights_size() * image_model)]
     offsets, at = {"nin": nin}, N_MX_HEAD
     for name, n in sizes:
         offsets[name] = at
@@ -95,8 +99,10 @@ def init_tables(S, MX):
             w[i * nin + c] = W_INIT_CTX
         w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * ALPHABET else W_INIT_MATCH[0]
         w[i * nin + 2 * K + 1] = 0.0  # bias
-        if nin > 2 * K + 2:
+        if S[S_NET] != NET_OFF:
             w[i * nin + 2 * K + 2] = MX[MX_NET_INIT]
+        for c in range(image_column(S), nin):
+            w[i * nin + c] = W_INIT_IMAGE
     if S[S_SEL] > 1:
         w2 = MX[S[S_W2]:S[S_W2] + ALPHABET * ALPHABET * nin]
         for i in range(ALPHABET * ALPHABET):
@@ -116,6 +122,12 @@ def init_tables(S, MX):
         for i in range(n):
             for j in range(APM_CELLS):
                 MX[base + i * APM_CELLS + j] = identity[j]
+
+
+@jit
+def image_column(S):
+    """The image model's first input column (after the network's, if any)."""
+    return 2 * S[S_K] + 2 + int(S[S_NET] != NET_OFF)
 
 
 @jit
@@ -258,6 +270,8 @@ def predict(q, CT, S, MX, ST, floor, P):
         X[n, 2 * K + 1] = 0.5
     if S[S_NET]:
         net_inputs(q, S, MX, X, 2 * K + 2)
+    if S[image.S_IMG_ON]:
+        image.image_inputs(CT, S, MX, ST, X, image_column(S))
     dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
     pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     pr = np.empty(512, dtype=np.float64)
@@ -275,7 +289,12 @@ def predict(q, CT, S, MX, ST, floor, P):
         for n in range(ALPHABET):
             wset[n] = (c1 << 8) | n
         node_dots(MX, X, S[S_W2], wset, nin, z2s)
+    image_live = image.live(S)
+    ic = image_column(S)
+    d = 0
     for n in range(1, ALPHABET):
+        if n == 2 << d:
+            d += 1
         z = min(max(z1s[n], -MAX_LOGIT), MAX_LOGIT)
         if two:  # ... and a final mixer of both
             z2 = min(max(z2s[n], -MAX_LOGIT), MAX_LOGIT)
@@ -283,6 +302,8 @@ def predict(q, CT, S, MX, ST, floor, P):
             MX[S[S_ZS] + 2 * n + 1] = z2
             z = MX[S[S_WF] + 2 * n] * z + MX[S[S_WF] + 2 * n + 1] * z2
             z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
+        if image_live:
+            z = image.switch(S, MX, X, ic, n, d, z)
         dot[n] = z
         zf[n] = z  # float64: the float32 MX rounds
     sigmoid_vector(zf[1:], pf64[1:])  # every node's sigmoid64 in one vector pass
@@ -303,7 +324,7 @@ def predict(q, CT, S, MX, ST, floor, P):
 
 
 @jit
-def learn(byte, CT, S, MX, gz):
+def learn(byte, CT, S, MX, ST, gz):
     """Learn the coded byte: mixer weights, APMs, match and context counters. With the
     network mixed in, gz gets d(mixer loss)/d(network logits)."""
     symbol = np.int64(byte)
@@ -323,11 +344,14 @@ def learn(byte, CT, S, MX, gz):
         T = MX[S[S_SUM]:S[S_SUM] + 512]
     two = S[S_SEL] > 1
     c1 = S[S_HIST] & 0xFF
+    image_live = image.live(S)
     node = 1
     for d in range(8):
         bit = (symbol >> (7 - d)) & 1
         ws = S[S_W] + weight_set(S, node) * nin
         err = bit - pm[node]
+        if image_live:
+            image.learn_switch(S, MX, X, image_column(S), node, d, err)
         if two:
             ws2 = S[S_W2] + ((c1 << 8) | node) * nin
             wf = S[S_WF] + 2 * node
@@ -367,6 +391,7 @@ def learn(byte, CT, S, MX, gz):
             MX[r + j + 1] += rate * f * (bit - MX[r + j + 1])
         node = 2 * node + bit
     match_learn(CT, S, symbol)
+    image.image_learn(CT, S, MX, ST, symbol)
     update_models(CT, S, MX[S[S_SM]:], symbol, MX[MX_MAP_RATE])
     MX[MX_SEEN] = seen + 1.0
     if S[S_GATE] != 0:

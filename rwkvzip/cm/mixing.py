@@ -7,10 +7,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
+from rwkvzip.cm import image
 from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
-OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate")
+OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class MixConfig:
     weights are chosen by the previous byte and node, and a final mixer of the two;
     net_init: every mixer's initial weight of the network's input (higher for a prior that
     already predicts well); net_gate: scale the network's input by how text-like the recent
-    bytes are (cm/mixer.py, text_gate), for a prior that learned text. A field
+    bytes are (cm/mixer.py, text_gate), for a prior that learned text; image: the 1-bit image
+    model (cm/image.py: pixels from their neighbours in rows of the detected length). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -46,6 +48,7 @@ class MixConfig:
     selectors: int = 1
     net_init: float = 0.3
     net_gate: bool = False
+    image: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -71,7 +74,12 @@ class MixConfig:
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
         tables = len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits)
-        return tables + 4 * mx.layout(len(self.orders), self.network, bptt, self.selectors)[1]
+        tables += 4 * image.table_size() * self.image
+        return tables + 4 * self.layout(bptt)[1]
+
+    def layout(self, bptt: int) -> tuple[dict, int]:
+        """The mixer's float array layout (mixer.layout) for these settings."""
+        return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -98,11 +106,15 @@ class MixArrays:
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
-        S[cx.S_REC_ON] = int(any(k >= cx.KIND_REC_ABOVE for k in cfg.orders))
-        self.CT = np.zeros(S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS, dtype=np.uint32)
+        S[cx.S_REC_ON] = int(cfg.image or any(k >= cx.KIND_REC_ABOVE for k in cfg.orders))
+        S[image.S_IMG_ON] = int(cfg.image)
+        S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
+        S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
+        self.CT = np.zeros(S[image.S_IMG_BASE] + image.table_size() * cfg.image,
+                           dtype=np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:] = cx.P_HALF
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
-        offsets, size = mx.layout(K, cfg.network, bptt, cfg.selectors)
+        offsets, size = cfg.layout(bptt)
         S[mx.S_NIN] = offsets["nin"]
         S[mx.S_NET] = (mx.NET_OFF if not cfg.network else mx.NET_FROZEN if frozen
                        else mx.NET_LEARNS)
@@ -110,7 +122,7 @@ class MixArrays:
         for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
                            (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
                            (mx.S_GM, "gm"), (mx.S_SM, "sm"), (mx.S_W2, "w2"),
-                           (mx.S_WF, "wf"), (mx.S_ZS, "zs")):
+                           (mx.S_WF, "wf"), (mx.S_ZS, "zs"), (image.S_IMG_MX, "img")):
             S[slot] = offsets[name]
         MX = np.zeros(size, dtype=np.float32)
         MX[mx.MX_LR] = cfg.lr
@@ -123,6 +135,8 @@ class MixArrays:
         S[mx.S_GATE] = int(cfg.net_gate)
         self.S, self.MX = S, MX
         mx.init_tables(S, MX)
+        if cfg.image:
+            image.init_weights(S, MX)
         cx.next_contexts_start(S)
         self.ST = stretch_table()
 

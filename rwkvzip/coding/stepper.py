@@ -51,7 +51,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, mixer
+from rwkvzip.cm import context, image, mixer
 from rwkvzip.coding import coder
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.net.gdn import backward as gdn_backward
@@ -205,11 +205,12 @@ def tbptt_update(arch, net, train, mixing):
 def learn_mixing(symbol, j, mixing):
     """The mixer learns from the byte just coded (the gradient for the network goes to row
     j of its GM rows); the context models then move on to the next context."""
-    CT, HB, S, MX, _ = mixing
+    CT, HB, S, MX, ST = mixing
     row = S[mixer.S_GM] + j * ALPHABET
-    mixer.learn(symbol, CT, S, MX, MX[row:row + ALPHABET])
+    mixer.learn(symbol, CT, S, MX, ST, MX[row:row + ALPHABET])
     context.next_contexts(S, HB, symbol)
     context.match_update(S, HB, CT)
+    image.next_pixels(S, HB)
 
 
 @jit(inline="always")
