@@ -4,9 +4,10 @@ writes and reads the same files as every other.
 A vector is a recipe (a preset card, or a spelled-out recipe for an architecture that has no
 card) and the SHA-256 of the golden input compressed with it; the compressed file itself is
 shipped too. A card with a model that only speaks on some kind of data (the 1-bit image
-model) codes a second input that holds that kind too (IMAGE_INPUT; `input_for`). `rwkvzip selftest` compresses the input and compares the digest (writes the
-same bytes), and decompresses the shipped file and compares it with the input (reads files
-made elsewhere). A vector is never rewritten: a changed digest is a determinism failure.
+model) codes a second input that holds that kind too (IMAGE_INPUT; `input_for`).
+`rwkvzip selftest` compresses the input and compares the digest (writes the same bytes),
+and decompresses the shipped file and compares it with the input (reads files made
+elsewhere). A vector is never rewritten: a changed digest is a determinism failure.
 `scripts/make_golden.py` adds vectors for new cards and architectures.
 """
 

@@ -91,7 +91,7 @@ def test_unknown_context_gives_no_evidence_and_a_seen_one_does():
     context.node_inputs(CT, S, arrays.ST, sm, X, 0)
     assert not X.any()
     for byte in b"abcabcabcab":
-        mixer.learn(byte, CT, S, MX, np.zeros(256, np.float32))
+        mixer.learn(byte, CT, S, MX, arrays.ST, np.zeros(256, np.float32))
         context.next_contexts(S, arrays.HB, byte)
         context.match_update(S, arrays.HB, CT)
     context.node_inputs(CT, S, arrays.ST, sm, X, 0)
@@ -110,7 +110,7 @@ def _mixer_loss_and_gradient(z, symbol, selectors=1, gate=False):
     arrays = MixArrays(replace(SMALL_MIX, network=True, selectors=selectors, net_gate=gate), 1)
     history = b"some history so the models know things, some history"
     for byte in history + (GATED_HISTORY if gate else b""):
-        mixer.learn(byte, arrays.CT, arrays.S, arrays.MX, np.zeros(256, np.float32))
+        mixer.learn(byte, arrays.CT, arrays.S, arrays.MX, arrays.ST, np.zeros(256, np.float32))
         context.next_contexts(arrays.S, arrays.HB, byte)
         context.match_update(arrays.S, arrays.HB, arrays.CT)
     q = np.exp(z - z.max())
@@ -124,7 +124,7 @@ def _mixer_loss_and_gradient(z, symbol, selectors=1, gate=False):
         loss -= np.log(pm[node] if bit else 1.0 - pm[node])
         node = 2 * node + bit
     gz = np.zeros(256, dtype=np.float32)
-    mixer.learn(symbol, arrays.CT, arrays.S, arrays.MX, gz)
+    mixer.learn(symbol, arrays.CT, arrays.S, arrays.MX, arrays.ST, gz)
     return loss, gz.astype(np.float64)
 
 
@@ -162,12 +162,12 @@ def test_text_gate_silences_the_network_on_binary_data():
     heard = X[1:, col].copy()
     assert np.abs(heard).max() > 1.0  # at the start a stream counts as text
     for byte in bytes(range(256)) * 2 + b"\0" * 200:  # binary data
-        mixer.learn(byte, arrays.CT, S, MX, np.zeros(256, np.float32))
+        mixer.learn(byte, arrays.CT, S, MX, arrays.ST, np.zeros(256, np.float32))
         context.next_contexts(S, arrays.HB, byte)
     mixer.predict(q, arrays.CT, S, MX, arrays.ST, 2.0**-20, P)
     assert np.all(X[1:, col] == 0.0) and mixer.text_gate(S, MX) == 0.0
     for byte in b"plain text again, line after line.\n" * 12:
-        mixer.learn(byte, arrays.CT, S, MX, np.zeros(256, np.float32))
+        mixer.learn(byte, arrays.CT, S, MX, arrays.ST, np.zeros(256, np.float32))
         context.next_contexts(S, arrays.HB, byte)
     mixer.predict(q, arrays.CT, S, MX, arrays.ST, 2.0**-20, P)
     assert mixer.text_gate(S, MX) == 1.0 and np.array_equal(X[1:, col], heard)
