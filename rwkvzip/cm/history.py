@@ -26,6 +26,16 @@ def hash32(x):
     return x
 
 
+@jit(inline="always")
+def text_class(byte):
+    """How text-like one byte is: 2 printable ASCII, tab, CR and LF; 1 bytes >= 128 (UTF-8,
+    Latin-1 text); 0 other control bytes. The mixer's text gate and the image model's
+    both follow its average."""
+    if 32 <= byte < 127 or byte == 9 or byte == 10 or byte == 13:
+        return 2
+    return 1 if byte >= 128 else 0
+
+
 @jit
 def is_word_byte(c):
     return (97 <= c <= 122) or (65 <= c <= 90) or c >= 128

@@ -26,7 +26,7 @@ import numpy as np
 
 from rwkvzip.cm import context as cx
 from rwkvzip.cm.context import back, counter_p12, update_counter
-from rwkvzip.cm.history import hash32
+from rwkvzip.cm.history import hash32, text_class
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import sigmoid64
@@ -97,8 +97,8 @@ def next_pixels(S, HB):
         return
     hmask = (1 << S[cx.S_HBITS]) - 1
     pos = S[cx.S_POS]
-    S[S_IMG_TEXT] += ((text_likeness(back(HB, pos, hmask, 1)) << 16) - S[S_IMG_TEXT]) \
-        >> TEXT_SHIFT
+    S[S_IMG_TEXT] += ((text_class(back(HB, pos, hmask, 1)) << 23) - S[S_IMG_TEXT]) \
+        >> TEXT_SHIFT  # text_class 2 = 256 << 16
     r = S[cx.S_IMAGE_REC]
     if S[S_IMG_R] == 0 or r % S[S_IMG_R] != 0:  # a multiple of the row is still that row
         S[S_IMG_R] = r
@@ -110,14 +110,6 @@ def next_pixels(S, HB):
     S[S_IMG_U3] = row_window(HB, pos, hmask, 3 * r)
     S[S_IMG_U4] = row_window(HB, pos, hmask, 4 * r)
     S[S_IMG_LEFT] = (back(HB, pos, hmask, 2) << 8) | back(HB, pos, hmask, 1)
-
-
-@jit(inline="always")
-def text_likeness(byte):
-    """Of 256: printable ASCII, tab, CR and LF 256, bytes >= 128 128, other bytes 0."""
-    if 32 <= byte < 127 or byte == 9 or byte == 10 or byte == 13:
-        return 256
-    return 128 if byte >= 128 else 0
 
 
 @jit(inline="always")

@@ -34,6 +34,7 @@ from rwkvzip.cm.context import (
     node_inputs,
     update_models,
 )
+from rwkvzip.cm.history import text_class
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
@@ -198,9 +199,7 @@ def text_gate(S, MX):
 
 @jit(inline="always")
 def text_likeness(byte):
-    if 32 <= byte < 127 or byte == 9 or byte == 10 or byte == 13:
-        return 1.0
-    return 0.5 if byte >= 128 else 0.0
+    return 0.5 * text_class(byte)  # 1.0, 0.5 or 0.0
 
 
 @jit
