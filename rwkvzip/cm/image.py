@@ -133,7 +133,7 @@ def neighbourhood(S, d, A):
     A[3] = (around(u1, b, -1, 4) << 5) | around(u2, b, -2, 2)
     A[4] = around(u1, b, -6, 6)
     A[5] = (around(u1, b, -1, 1) << 4) | (around(u2, b, -1, 1) << 1) | around(u3, b, 0, 0)
-    A[6] = around(u1, b, -1, 1)
+    A[6] = around(u1, b, -1, 1)  # (A[7] is unused: template 7 reads A[4] with more left)
     # for the hashed ones: 7 pixels above in each of three rows; a frame around them
     A[8] = around(u1, b, -3, 3) | (around(u2, b, -3, 3) << 7) | (around(u3, b, -3, 3) << 14)
     A[9] = (around(u1, b, -4, -4) | (around(u2, b, -4, -4) << 1)
