@@ -1,6 +1,6 @@
 """Smoke tests of the measuring scripts that share scripts/harness.py: tune.py,
-compare_mixing.py, compare_training.py, roundtrip_corpus.py, compile_times.py, on a small
-file."""
+compare_mixing.py, compare_training.py, roundtrip_corpus.py, compile_times.py, costs.py, on
+a small file."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, load_script
@@ -92,3 +93,21 @@ def test_compile_times_reports_each_kernel_of_a_cold_level(tmp_path):
     assert sum(r["compilations"] for r in report["kernels"]) == report["compiled"]
     assert 0 < report["compile_s"] <= report["wall_s"] + 1e-6
     assert b"compilations" in proc.stdout
+
+
+def test_costs_sum_to_the_payload_and_table_by_phase(sample, tmp_path, capsys):
+    from rwkvzip.api import compress
+    from rwkvzip.recipe import preset_by_name
+
+    costs = load_script("costs")
+    saved = tmp_path / "c.npy"
+    costs.main(["--base", "fast-v1", "--period", "4", "--chunk", "1000", "--save", str(saved),
+                str(sample)])
+    bits = np.load(saved)
+    assert bits.shape == (len(TEXT),) and (bits > 0).all()
+    packed = compress(TEXT, preset_by_name("fast-v1").recipe)
+    assert abs(bits.sum() / 8 - len(packed)) < 0.02 * len(packed) + 40  # header and frames
+    out = capsys.readouterr().out
+    assert "| position mod 4 |" in out and "| 1 | 1000 |" in out and "| 2 | 520 |" in out
+    with pytest.raises(SystemExit, match="unknown preset"):
+        costs.main(["--base", "no-such-card", str(sample)])
