@@ -56,14 +56,17 @@ def table(costs: np.ndarray, groups: np.ndarray, n: int, label: str) -> list[str
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("file", type=Path)
-    ap.add_argument("--base", default="mix-v7", help="preset card the spec starts from")
+    ap.add_argument("--base", help="preset card the spec starts from (default: the default "
+                    "level's)")
     ap.add_argument("--try", dest="spec", default="-", help="tune.py's SPEC (default: the card)")
     ap.add_argument("--chunk", type=int, default=0,
                     help="region size in bytes (default: the file in 16 regions)")
     ap.add_argument("--period", type=int, default=0, help="also sum by position mod R")
     ap.add_argument("--save", type=Path, help="write the per-byte costs here (.npy)")
     args = ap.parse_args(argv)
-    from rwkvzip.recipe import RecipeError, preset_by_name
+    from rwkvzip.recipe import DEFAULT_PRESET, RecipeError, preset_by_name
+
+    args.base = args.base or DEFAULT_PRESET
 
     if args.chunk < 0 or args.period < 0:
         raise SystemExit("--chunk and --period must be positive")

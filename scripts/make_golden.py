@@ -51,6 +51,27 @@ def bitmap() -> bytes:
     return bytes(out)
 
 
+def sheet(rows: int = 12) -> bytes:
+    """A small Excel BIFF2 worksheet: a BOF record, `rows` rows of 10 cells (integers in some
+    columns, blank BOOLERR cells in the others, a text label starting every fourth row, so
+    records differ in length), then EOF; every field from integer arithmetic."""
+    def record(rtype: int, body: bytes) -> bytes:
+        return rtype.to_bytes(2, "little") + len(body).to_bytes(2, "little") + body
+
+    out = record(0x0009, bytes([2, 0, 16, 0]))
+    for row in range(rows):
+        for col in range(10):
+            cell = row.to_bytes(2, "little") + col.to_bytes(2, "little") + bytes([0, 3, 3])
+            if col == 0 and row % 4 == 0:
+                text = b"row %d" % row
+                out += record(0x0004, cell + bytes([len(text)]) + text)
+            elif col % 3 == 1:
+                out += record(0x0002, cell + ((row * col) % 7 + col).to_bytes(2, "little"))
+            else:
+                out += record(0x0005, cell + bytes([0, 1]))
+    return out + record(0x000A, b"")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=GOLDEN)
@@ -59,6 +80,7 @@ def main() -> None:
         selftest.start(args.dir, golden_input())
         print(f"new golden input in {args.dir}")
     selftest.add_input(args.dir, selftest.IMAGE_INPUT, golden_input() + bitmap())
+    selftest.add_input(args.dir, selftest.SHEET_INPUT, golden_input() + bitmap() + sheet())
     added = selftest.add_missing(args.dir)
     print(f"added: {', '.join(added)}" if added else "every card and architecture has a vector")
 

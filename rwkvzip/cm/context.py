@@ -55,7 +55,9 @@ S_CRUN = S_CDIST + ALPHABET  # S[S_CRUN + c]: how many times in a row that dista
 S_IMAGE, N_S_IMAGE = S_CRUN + ALPHABET, 16
 S_IMAGE_ON = S_IMAGE
 S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
-N_S = S_IMAGE + N_S_IMAGE
+# the spreadsheet record model's slots (sheet.py): its parser, then each column's last cell
+S_SHEET, N_S_SHEET = S_IMAGE + N_S_IMAGE, 16 + 256 * 16
+N_S = S_SHEET + N_S_SHEET
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16
@@ -77,7 +79,14 @@ KIND_REC_ABOVE = 12  # r, a(r), a(1): the byte above and the one to the left
 KIND_REC_TWO = 13  # r, a(r), a(2r): the two bytes above
 KIND_REC_ROW = 14  # r, a(r - 1), a(r), a(r + 1): the row above around this column
 KIND_REC_COL = 15  # r, pos mod r, a(r): the column and the byte above
-MAX_KIND = 15
+# 16 and up: fields of spreadsheet (BIFF) records, from sheet.py's parser; a context is
+# absent (no evidence, nothing learnt) while no record stream is being followed
+KIND_SHEET_FIELD = 16  # the record's type and the byte's offset in it, a(1)
+KIND_SHEET_COL = 17  # type, offset and the cell's column
+KIND_SHEET_ABOVE = 18  # type, offset, column and the same byte of that column's last cell
+KIND_SHEET_LEFT = 19  # type, offset, column and the same byte of the record before
+MAX_KIND = 19
+ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte
 MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
 MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
 MAP_P_BITS = 6  # ... and per probability (its top bits)
@@ -150,6 +159,13 @@ def node_inputs(CT, S, ST, SM, X, col):
     K = S[S_K]
     for o in range(K):
         c = col + o
+        if S[S_CTX + o] == ABSENT:
+            for j in range(17):
+                S[S_SLOTS + 17 * o + j] = -1
+            for m in range(1, ALPHABET):
+                X[m, c] = 0.0
+                X[m, c + K] = 0.0
+            continue
         base = find_slot(CT, S, o, 0)
         S[S_SLOTS + 17 * o] = base
         for m in range(1, 16):
@@ -181,6 +197,8 @@ def update_models(CT, S, SM, symbol, map_rate):
     limit = S[S_LIMIT]
     hi = symbol >> 4
     for o in range(K):
+        if S[S_CTX + o] == ABSENT:
+            continue
         for half in range(2):
             j = 0 if half == 0 else 1 + hi
             known = S[S_SLOTS + 17 * o + j] >= 0
@@ -306,6 +324,8 @@ def next_contexts(S, HB, byte):
             h = k
             for i in range(k):
                 h = hash32(h * 0x01000193 + ((S[S_HIST] >> (8 * i)) & 0xFF) + 1)
+        elif k >= KIND_SHEET_FIELD:
+            continue  # sheet.next_contexts sets it
         else:
             h = kind_hash(S, HB, k, pos + 1, hmask)
         S[S_CTX + o] = h
@@ -364,7 +384,7 @@ def match_learn(CT, S, symbol):
 
 @jit
 def next_contexts_start(S):
-    """Context hashes before the first byte (an empty history)."""
+    """Context hashes before the first byte (an empty history; no sheet record yet)."""
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
-        S[S_CTX + o] = hash32(k * 0x01000193 + 0x5BD1E995)
+        S[S_CTX + o] = ABSENT if k >= KIND_SHEET_FIELD else hash32(k * 0x01000193 + 0x5BD1E995)

@@ -7,7 +7,8 @@ of X) at each node: each context model's counter (K columns), the same counters 
 adaptive maps (K), the match model, a bias and, optionally, the network. The weight vector
 is chosen by the node, the match state and how many models know their context, and learns
 online by gradient steps on the coded bits' log loss. With two selectors (S_SEL = 2) a second
-mixer's weights are chosen by the previous byte and the node, each mixer learns from its own
+mixer's weights are chosen by the previous byte (sheet.selector: a record field while the
+spreadsheet model follows records) and the node, each mixer learns from its own
 error, and a final mixer (two weights per node) combines their logits. The network's input
 at a node is ln(Q1 / Q0), the log-odds of its softmax mass under the node's two children;
 the mixer loss's gradient with respect to it is carried back to the network's logits
@@ -22,10 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import image
+from rwkvzip.cm import image, sheet
 from rwkvzip.cm.context import (
     S_EXPECT,
-    S_HIST,
     S_K,
     S_LEN,
     S_SLOTS,
@@ -184,7 +184,7 @@ def apm_point(dot):
 
 @jit
 def apm_rows(S, node):
-    c1 = S[S_HIST] & 0xFF
+    c1 = sheet.selector(S)
     return S[S_A1] + node * APM_CELLS, S[S_A2] + ((c1 << 8) | node) * APM_CELLS
 
 
@@ -280,7 +280,7 @@ def predict(q, CT, S, MX, ST, floor, P):
     zf = np.empty(ALPHABET, dtype=np.float64)  # each node's mixed logit, then its sigmoid
     pf64 = np.empty(ALPHABET, dtype=np.float64)
     two = S[S_SEL] > 1
-    c1 = S[S_HIST] & 0xFF
+    c1 = sheet.selector(S)
     z1s = np.empty(ALPHABET, dtype=np.float64)
     node_dots(MX, X, S[S_W], wset, nin, z1s)
     if two:  # a second mixer, weights by previous byte and node
@@ -342,7 +342,7 @@ def learn(byte, CT, S, MX, ST, gz):
             gz[s] = 0.0
         T = MX[S[S_SUM]:S[S_SUM] + 512]
     two = S[S_SEL] > 1
-    c1 = S[S_HIST] & 0xFF
+    c1 = sheet.selector(S)
     image_live = image.live(S)
     node = 1
     for d in range(8):

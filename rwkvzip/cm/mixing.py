@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import image
+from rwkvzip.cm import image, sheet
 from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
@@ -22,7 +22,9 @@ class MixConfig:
     text), 8 order 0, 9 byte -2, 10 bytes -3 and -4, 11 position in a 4-byte word with byte
     -4 (fixed-width code), 12..15 records of r bytes, r detected from the data (bitmaps,
     tables): 12 the byte above and the byte to the left, 13 the two bytes above, 14 the row
-    above around this column, 15 the column and the byte above (docs/FORMAT.md); table_bits:
+    above around this column, 15 the column and the byte above; 16..18 fields of
+    spreadsheet (BIFF) records (cm/sheet.py): 16 record type and offset with the last byte,
+    17 with the cell's column, 18 with that column's last cell (docs/FORMAT.md); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
@@ -106,7 +108,11 @@ class MixArrays:
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
-        S[cx.S_REC_ON] = int(cfg.image or any(k >= cx.KIND_REC_ABOVE for k in cfg.orders))
+        S[cx.S_REC_ON] = int(cfg.image or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL
+                                              for k in cfg.orders))
+        S[sheet.S_SH_ON] = int(sheet.enabled(cfg.orders))
+        S[sheet.S_SH_NEXT] = S[sheet.S_SH_COL] = S[sheet.S_SH_LAST_COL] = -1
+        S[sheet.S_SH_CELLS:sheet.S_SH_CELLS + sheet.COLUMNS * sheet.CELL_BYTES] = -1
         S[image.S_IMG_ON] = int(cfg.image)
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)

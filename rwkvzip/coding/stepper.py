@@ -51,7 +51,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, image, mixer
+from rwkvzip.cm import context, image, mixer, sheet
 from rwkvzip.coding import coder
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.net.gdn import backward as gdn_backward
@@ -209,6 +209,7 @@ def learn_mixing(symbol, j, mixing):
     row = S[mixer.S_GM] + j * ALPHABET
     mixer.learn(symbol, CT, S, MX, ST, MX[row:row + ALPHABET])
     context.next_contexts(S, HB, symbol)
+    sheet.next_contexts(S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
 

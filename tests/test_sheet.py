@@ -1,0 +1,90 @@
+"""The spreadsheet record model (cm/sheet.py): it follows a BIFF record chain from its BOF
+record, keeps each column's last cell, drops the chain at a header no record has, is absent
+on other data (the same payload as without it) and codes a worksheet far better."""
+
+import io
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from rwkvzip import api, selftest
+from rwkvzip.cm import context, mixer, sheet
+from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.coding import container, stepper
+from rwkvzip.recipe import Recipe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from make_golden import golden_input  # noqa: E402
+from make_golden import sheet as worksheet  # noqa: E402
+
+SMALL = MixConfig(orders=(1, 2, 3, 0, 13), table_bits=11, match_bits=14, network=False,
+                  selectors=2)
+SHEET = replace(SMALL, orders=SMALL.orders + (16, 17, 18, 19))
+RECORDS = 1 + 12 * 10 + 1  # BOF, the cells, EOF
+
+
+def payload(data: bytes, mix: MixConfig) -> bytes:
+    """The frames after the header (the header spells out the recipe)."""
+    blob = api.compress(data, Recipe(mix=mix))
+    f = io.BytesIO(blob)
+    container.read_header(f)
+    return blob[f.tell():]
+
+
+def fed(data: bytes, mix: MixConfig) -> MixArrays:
+    """The mixing state after learning every byte of data."""
+    arrays = MixArrays(mix, 1)
+    mixing = stepper.Mixing(arrays.CT, arrays.HB, arrays.S, arrays.MX, arrays.ST)
+    P = np.zeros(256, dtype=np.float32)
+    q = np.zeros(256, dtype=np.float32)
+    for byte in data:
+        mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
+        stepper.learn_mixing(byte, 0, mixing)
+    return arrays
+
+
+def sheet_contexts(S) -> np.ndarray:
+    K = S[context.S_K]
+    return S[context.S_CTX + K - 4:context.S_CTX + K]
+
+
+def test_the_chain_is_followed_to_the_end_and_columns_kept():
+    text = golden_input()
+    data = text + worksheet()
+    S = fed(data, SHEET).S
+    assert S[sheet.S_SH_RECORDS] == RECORDS
+    assert S[sheet.S_SH_NEXT] == len(data)  # just after the EOF record
+    for col in (1, 4, 7):  # integer columns: the last row's type and column
+        cell = S[sheet.S_SH_CELLS + sheet.CELL_BYTES * col:][:8]
+        assert list(cell) == [2, 0, 9, 0, 11, 0, col, 0]
+    assert S[sheet.S_SH_CELLS + sheet.CELL_BYTES * 2] == 5  # a blank column
+
+
+def test_absent_on_text_and_after_a_header_no_record_has():
+    S = fed(golden_input(), SHEET).S
+    assert S[sheet.S_SH_NEXT] == -1 and (sheet_contexts(S) == context.ABSENT).all()
+    S = fed(worksheet() + b"\xff" * 8 + b"more bytes after it", SHEET).S
+    assert S[sheet.S_SH_NEXT] == -1 and (sheet_contexts(S) == context.ABSENT).all()
+    S = fed(worksheet()[:-4], SHEET).S  # inside the chain: every kind has a context
+    assert S[sheet.S_SH_NEXT] >= 0 and (sheet_contexts(S) >= 0).all()
+
+
+def test_on_text_the_payload_is_unchanged():
+    text = golden_input() + b"Cells have rows and columns; text has neither. " * 40
+    assert payload(text, SHEET) == payload(text, SMALL)
+
+
+def test_a_worksheet_is_coded_far_better_and_decodes():
+    data = golden_input()[:300] + worksheet(rows=40)
+    assert len(payload(data, SHEET)) < 0.85 * len(payload(data, SMALL))
+    blob = api.compress(data, Recipe(mix=SHEET))
+    assert api.decompress(blob) == data
+
+
+def test_the_golden_sheet_input_exercises_the_model():
+    data = selftest.load_input(selftest.golden_dir(), selftest.SHEET_INPUT)
+    S = fed(data, SHEET).S
+    assert S[sheet.S_SH_RECORDS] == RECORDS and S[sheet.S_SH_NEXT] == len(data)
+    assert selftest.input_for(Recipe(mix=SHEET)) == selftest.SHEET_INPUT
