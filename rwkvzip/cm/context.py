@@ -1,6 +1,6 @@
 """Count-based context models: order-k, word, sparse and record (2-D) contexts hashed into
-bounded tables, and a match model for long repeats. Every number here is an integer, so
-they are exact everywhere.
+bounded tables (and the spreadsheet kinds', which sheet.py sets), and a match model for
+long repeats. Every number here is an integer, so they are exact everywhere.
 
 The next byte is seen as 8 binary decisions down a tree (heap node 2**d + prefix at depth
 d). For every order, a context owns one table slot for the high nibble (15 tree nodes) and

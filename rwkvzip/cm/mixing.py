@@ -22,9 +22,10 @@ class MixConfig:
     text), 8 order 0, 9 byte -2, 10 bytes -3 and -4, 11 position in a 4-byte word with byte
     -4 (fixed-width code), 12..15 records of r bytes, r detected from the data (bitmaps,
     tables): 12 the byte above and the byte to the left, 13 the two bytes above, 14 the row
-    above around this column, 15 the column and the byte above; 16..18 fields of
+    above around this column, 15 the column and the byte above; 16..19 fields of
     spreadsheet (BIFF) records (cm/sheet.py): 16 record type and offset with the last byte,
-    17 with the cell's column, 18 with that column's last cell (docs/FORMAT.md); table_bits:
+    17 with the cell's column, 18 with that column's last cell, 19 with the column and the
+    record before (docs/FORMAT.md); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
