@@ -2,17 +2,16 @@
 live on a bitmap after its rows are found, a large gain there, indices inside its tables,
 and a row length's multiples kept as that row."""
 
-import io
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from mixing_probe import fed, payload
 
 from rwkvzip import api
-from rwkvzip.cm import context, image, mixer
-from rwkvzip.cm.mixing import MixArrays, MixConfig
-from rwkvzip.coding import container, stepper
+from rwkvzip.cm import context, image
+from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -20,26 +19,6 @@ from make_golden import bitmap, golden_input  # noqa: E402
 
 SMALL = MixConfig(orders=(1, 2, 3, 0, 13), table_bits=11, match_bits=14, network=False,
                   selectors=2)
-
-
-def payload(data: bytes, mix: MixConfig) -> bytes:
-    """The frames after the header (the header spells out the recipe)."""
-    blob = api.compress(data, Recipe(mix=mix))
-    f = io.BytesIO(blob)
-    container.read_header(f)
-    return blob[f.tell():]
-
-
-def fed(data: bytes, mix: MixConfig) -> MixArrays:
-    """The mixing state after learning every byte of data."""
-    arrays = MixArrays(mix, 1)
-    mixing = stepper.Mixing(arrays.CT, arrays.HB, arrays.S, arrays.MX, arrays.ST)
-    P = np.zeros(256, dtype=np.float32)
-    q = np.zeros(256, dtype=np.float32)
-    for byte in data:
-        mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
-        stepper.learn_mixing(byte, 0, mixing)
-    return arrays
 
 
 def test_on_text_the_model_is_silent_and_the_payload_unchanged():

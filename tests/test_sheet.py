@@ -2,17 +2,16 @@
 record, keeps each column's last cell, drops the chain at a header no record has, is absent
 on other data (the same payload as without it) and codes a worksheet far better."""
 
-import io
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from mixing_probe import fed, payload
 
 from rwkvzip import api, selftest
-from rwkvzip.cm import context, mixer, sheet
-from rwkvzip.cm.mixing import MixArrays, MixConfig
-from rwkvzip.coding import container, stepper
+from rwkvzip.cm import context, sheet
+from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -23,26 +22,6 @@ SMALL = MixConfig(orders=(1, 2, 3, 0, 13), table_bits=11, match_bits=14, network
                   selectors=2)
 SHEET = replace(SMALL, orders=SMALL.orders + (16, 17, 18, 19))
 RECORDS = 1 + 12 * 10 + 1  # BOF, the cells, EOF
-
-
-def payload(data: bytes, mix: MixConfig) -> bytes:
-    """The frames after the header (the header spells out the recipe)."""
-    blob = api.compress(data, Recipe(mix=mix))
-    f = io.BytesIO(blob)
-    container.read_header(f)
-    return blob[f.tell():]
-
-
-def fed(data: bytes, mix: MixConfig) -> MixArrays:
-    """The mixing state after learning every byte of data."""
-    arrays = MixArrays(mix, 1)
-    mixing = stepper.Mixing(arrays.CT, arrays.HB, arrays.S, arrays.MX, arrays.ST)
-    P = np.zeros(256, dtype=np.float32)
-    q = np.zeros(256, dtype=np.float32)
-    for byte in data:
-        mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
-        stepper.learn_mixing(byte, 0, mixing)
-    return arrays
 
 
 def sheet_contexts(S) -> np.ndarray:

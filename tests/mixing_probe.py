@@ -1,0 +1,34 @@
+"""What the context-model tests share: a recipe's payload without its header, and the
+mixing state after learning some bytes (the data models' tests compare both)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from rwkvzip import api
+from rwkvzip.cm import mixer
+from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.coding import container, stepper
+from rwkvzip.recipe import Recipe
+
+
+def payload(data: bytes, mix: MixConfig) -> bytes:
+    """The frames after the header (the header spells out the recipe)."""
+    blob = api.compress(data, Recipe(mix=mix))
+    f = io.BytesIO(blob)
+    container.read_header(f)
+    return blob[f.tell():]
+
+
+def fed(data: bytes, mix: MixConfig) -> MixArrays:
+    """The mixing state after learning every byte of data."""
+    arrays = MixArrays(mix, 1)
+    mixing = stepper.Mixing(arrays.CT, arrays.HB, arrays.S, arrays.MX, arrays.ST)
+    P = np.zeros(256, dtype=np.float32)
+    q = np.zeros(256, dtype=np.float32)
+    for byte in data:
+        mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
+        stepper.learn_mixing(byte, 0, mixing)
+    return arrays
