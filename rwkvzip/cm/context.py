@@ -55,8 +55,10 @@ S_CRUN = S_CDIST + ALPHABET  # S[S_CRUN + c]: how many times in a row that dista
 S_IMAGE, N_S_IMAGE = S_CRUN + ALPHABET, 16
 S_IMAGE_ON = S_IMAGE
 S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
-# the spreadsheet record model's slots (sheet.py): its parser, then each column's last cell
-S_SHEET, N_S_SHEET = S_IMAGE + N_S_IMAGE, 16 + 256 * 16
+# the spreadsheet record model's slots (sheet.py): its parser's 16, then each column's last
+# cell (SHEET_CELL_BYTES of it for SHEET_COLUMNS columns)
+SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
+S_SHEET, N_S_SHEET = S_IMAGE + N_S_IMAGE, 16 + SHEET_COLUMNS * SHEET_CELL_BYTES
 N_S = S_SHEET + N_S_SHEET
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)

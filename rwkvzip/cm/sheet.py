@@ -10,7 +10,7 @@ took 0.122 to 0.103 bpb (models/README.md).
 
 The parser follows the chain from a BOF record (type 0x0009, 0x0209, 0x0409 or 0x0809,
 length 4 ... 32) and drops it at a header no BIFF record has (length over 8224, type from
-0x2000); while it follows none, the three kinds' contexts are absent (context.ABSENT), so
+0x2000); while it follows none, the four kinds' contexts are absent (context.ABSENT), so
 on other data they cost nothing and give no evidence. Everything is integer.
 
 Kinds (context.KIND_SHEET_*), for the next byte at offset o of its record (the header's
@@ -40,8 +40,8 @@ from rwkvzip.ops.jit import jit
 (S_SH_ON, S_SH_NEXT, S_SH_START, S_SH_PREV, S_SH_TYPE, S_SH_COL, S_SH_LAST_COL,
  S_SH_RECORDS, S_SH_SEL) = range(cx.S_SHEET, cx.S_SHEET + 9)
 S_SH_CELLS = cx.S_SHEET + 16  # S[S_SH_CELLS + 16 * (column & 255) + o]: last cell's byte o
-CELL_BYTES = 16  # offsets of a cell record kept per column
-COLUMNS = 256
+CELL_BYTES = cx.SHEET_CELL_BYTES  # offsets of a cell record kept per column
+COLUMNS = cx.SHEET_COLUMNS
 BOF_TYPE_LO = 0x09  # a BOF record's type: 0x09 and a version byte (BIFF2 ... BIFF8)
 BOF_VERSIONS = (0x00, 0x02, 0x04, 0x08)
 BOF_LEN_MIN, BOF_LEN_MAX = 4, 32
