@@ -21,6 +21,7 @@ from make_golden import sheet as worksheet  # noqa: E402
 SMALL = MixConfig(orders=(1, 2, 3, 0, 13), table_bits=11, match_bits=14, network=False,
                   selectors=2)
 SHEET = replace(SMALL, orders=SMALL.orders + (16, 17, 18, 19))
+EXPECT = replace(SHEET, sheet_expect=True)
 RECORDS = 1 + 12 * 10 + 1  # BOF, the cells, EOF
 
 
@@ -39,6 +40,8 @@ def test_the_chain_is_followed_to_the_end_and_columns_kept():
         cell = S[sheet.S_SH_CELLS + sheet.CELL_BYTES * col:][:8]
         assert list(cell) == [2, 0, 9, 0, 11, 0, col, 0]
     assert S[sheet.S_SH_CELLS + sheet.CELL_BYTES * 2] == 5  # a blank column
+    cell = S[sheet.S_SH_CELLS2 + sheet.CELL_BYTES * 4:][:8]  # the cell before: a row up
+    assert list(cell) == [2, 0, 9, 0, 10, 0, 4, 0]
 
 
 def test_absent_on_text_and_after_a_header_no_record_has():
@@ -55,11 +58,24 @@ def test_on_text_the_payload_is_unchanged():
     assert payload(text, SHEET) == payload(text, SMALL)
 
 
+def test_the_expected_byte_counts_rows_up_and_costs_nothing_on_text():
+    """The row field is the column's last row + 1: extrapolated from two cells it is always
+    right (its hit history full), and it saves bytes; on text it never has a byte."""
+    data = golden_input()[:300] + worksheet(rows=40)
+    S = fed(data, EXPECT).S
+    for col in range(10):
+        assert S[sheet.S_SH_HITS + sheet.CELL_BYTES * col + 4] == 3  # the row's low byte
+    assert len(payload(data, EXPECT)) < 0.97 * len(payload(data, SHEET))
+    text = golden_input() + b"Cells have rows and columns; text has neither. " * 40
+    assert payload(text, EXPECT) == payload(text, SMALL)
+
+
 def test_a_worksheet_is_coded_far_better_and_decodes():
     data = golden_input()[:300] + worksheet(rows=40)
     assert len(payload(data, SHEET)) < 0.85 * len(payload(data, SMALL))
-    blob = api.compress(data, Recipe(mix=SHEET))
-    assert api.decompress(blob) == data
+    for mix in (SHEET, EXPECT):
+        blob = api.compress(data, Recipe(mix=mix))
+        assert api.decompress(blob) == data
 
 
 def test_the_golden_sheet_input_exercises_the_model():

@@ -55,10 +55,12 @@ S_CRUN = S_CDIST + ALPHABET  # S[S_CRUN + c]: how many times in a row that dista
 S_IMAGE, N_S_IMAGE = S_CRUN + ALPHABET, 16
 S_IMAGE_ON = S_IMAGE
 S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
-# the spreadsheet record model's slots (sheet.py): its parser's 16, then each column's last
-# cell (SHEET_CELL_BYTES of it for SHEET_COLUMNS columns)
+# the spreadsheet record model's slots (sheet.py): its parser's 16, then for each column
+# (SHEET_COLUMNS) SHEET_CELL_BYTES bytes of its last cell, as many of the cell before it,
+# as many hit histories of its expected bytes, and the column that followed it
 SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
-S_SHEET, N_S_SHEET = S_IMAGE + N_S_IMAGE, 16 + SHEET_COLUMNS * SHEET_CELL_BYTES
+S_SHEET = S_IMAGE + N_S_IMAGE
+N_S_SHEET = 16 + 3 * SHEET_COLUMNS * SHEET_CELL_BYTES + SHEET_COLUMNS
 N_S = S_SHEET + N_S_SHEET
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
@@ -357,12 +359,20 @@ def match_update(S, HB, CT):
 def match_inputs(CT, S, ST, X, col):
     """X[node, col]: the match model's evidence, +-stretch(p(expected bit is right)) on the
     path of the byte that followed the earlier occurrence, 0 elsewhere."""
+    e = S[S_EXPECT]
+    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS) if e >= 0 else 0
+    expected_byte_inputs(CT, ST, X, col, e, i)
+
+
+@jit
+def expected_byte_inputs(CT, ST, X, col, e, i):
+    """X[node, col] = +-stretch(p) of counter i on the path of expected byte e (none if e < 0),
+    + where the path goes to 1; 0 off the path."""
     for n in range(X.shape[0]):
         X[n, col] = 0.0
-    e = S[S_EXPECT]
     if e < 0:
         return
-    st = ST[counter_p12(CT, S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS))]
+    st = ST[counter_p12(CT, i)]
     node = 1
     for d in range(8):
         bit = (e >> (7 - d)) & 1
@@ -374,9 +384,14 @@ def match_inputs(CT, S, ST, X, col):
 def match_learn(CT, S, symbol):
     """Teach the length bucket's counter whether the expected byte's bits came true."""
     e = S[S_EXPECT]
-    if e < 0:
-        return
-    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS)
+    if e >= 0:
+        learn_expected_byte(CT, S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS), e,
+                            symbol)
+
+
+@jit
+def learn_expected_byte(CT, i, e, symbol):
+    """Counter i learns, bit by bit down to the first wrong one, whether e's bits came true."""
     for d in range(8):
         ok = ((e >> (7 - d)) & 1) == ((symbol >> (7 - d)) & 1)
         update_counter(CT, i, 1 if ok else 0, COUNT_LIMIT_MAX)

@@ -57,6 +57,7 @@ P_MIN = 1.0 / 65536.0
 W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
 W_INIT_IMAGE = 0.3  # ... of the image model
+W_INIT_EXPECT = 0.3  # ... of the spreadsheet model's expected byte
 W_INIT_FINAL = 0.5  # ... of each selector's mixer in the final mixer (two selectors)
 # The text gate: MX[MX_TEXT] follows how text-like the recent bytes are (printable ASCII,
 # tab, CR, LF count 1, bytes >= 128 one half, other control bytes 0) at TEXT_RATE a byte; the
@@ -68,12 +69,14 @@ GATE_LO, GATE_HI = 0.75, 0.95
 
 
 def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
-           image_model: bool = False) -> tuple[dict, int]:
+           image_model: bool = False, sheet_expect: bool = False) -> tuple[dict, int]:
     """Offsets into MX of every float array, and its size. A second selector adds its weights
     (by previous byte and node), the final mixer's weights and each node's two mixer outputs
-    at the end, so a one-selector layout is unchanged; the image model's inputs come last."""
-    # counters, their maps, match, bias, network, image templates
-    nin = 2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
+    at the end, so a one-selector layout is unchanged; the image model's inputs come after
+    the others, the spreadsheet model's expected byte last."""
+    # counters, their maps, match, bias, network, image templates, sheet's expected byte
+    nin = (2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
+           + int(sheet_expect))
     two = selectors > 1
     sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
              ("w", 3 * (n_models + 1) * ALPHABET * nin),
@@ -95,6 +98,8 @@ def init_tables(S, MX):
     nin = S[S_NIN]
     K = S[S_K]
     w = MX[S[S_W]:S[S_W] + 3 * (K + 1) * ALPHABET * nin]
+    ic = image_column(S)
+    image_end = ic + image.IMAGE_INPUTS * S[image.S_IMG_ON]
     for i in range(3 * (K + 1) * ALPHABET):
         for c in range(2 * K):
             w[i * nin + c] = W_INIT_CTX
@@ -102,8 +107,10 @@ def init_tables(S, MX):
         w[i * nin + 2 * K + 1] = 0.0  # bias
         if S[S_NET] != NET_OFF:
             w[i * nin + 2 * K + 2] = MX[MX_NET_INIT]
-        for c in range(image_column(S), nin):
+        for c in range(ic, image_end):
             w[i * nin + c] = W_INIT_IMAGE
+        if S[sheet.S_SH_X_ON] != 0:
+            w[i * nin + nin - 1] = W_INIT_EXPECT
     if S[S_SEL] > 1:
         w2 = MX[S[S_W2]:S[S_W2] + ALPHABET * ALPHABET * nin]
         for i in range(ALPHABET * ALPHABET):
@@ -271,6 +278,8 @@ def predict(q, CT, S, MX, ST, floor, P):
         net_inputs(q, S, MX, X, 2 * K + 2)
     if S[image.S_IMG_ON]:
         image.image_inputs(CT, S, MX, ST, X, image_column(S))
+    if S[sheet.S_SH_X_ON]:
+        sheet.expect_inputs(CT, S, ST, X, nin - 1)
     dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
     pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     pr = np.empty(512, dtype=np.float64)
@@ -391,6 +400,7 @@ def learn(byte, CT, S, MX, ST, gz):
         node = 2 * node + bit
     match_learn(CT, S, symbol)
     image.image_learn(CT, S, MX, ST, symbol)
+    sheet.expect_learn(CT, S, symbol)
     update_models(CT, S, MX[S[S_SM]:], symbol, MX[MX_MAP_RATE])
     MX[MX_SEEN] = seen + 1.0
     if S[S_GATE] != 0:

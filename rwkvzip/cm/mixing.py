@@ -11,7 +11,7 @@ from rwkvzip.cm import image, sheet
 from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
-OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image")
+OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect")
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,10 @@ class MixConfig:
     net_init: every mixer's initial weight of the network's input (higher for a prior that
     already predicts well); net_gate: scale the network's input by how text-like the recent
     bytes are (cm/mixer.py, text_gate), for a prior that learned text; image: the 1-bit image
-    model (cm/image.py: pixels from their neighbours in rows of the detected length). A field
-    at its default is left out of the recipe's JSON (recipes from before it keep theirs).
+    model (cm/image.py: pixels from their neighbours in rows of the detected length);
+    sheet_expect: one more input from the spreadsheet model, the byte its column's last two
+    cells extrapolate to (cm/sheet.py, expect; needs a kind 16...19). A field at its default
+    is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
@@ -52,6 +54,7 @@ class MixConfig:
     net_init: float = 0.3
     net_gate: bool = False
     image: bool = False
+    sheet_expect: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -60,6 +63,8 @@ class MixConfig:
                 or len(set(self.orders)) != len(self.orders)):
             raise ValueError(f"context orders must be distinct, in 0..{cx.MAX_KIND} "
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
+        if self.sheet_expect and not sheet.enabled(self.orders):
+            raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:
             raise ValueError("table_bits must be in 10..24")
         if not 0.0 <= self.net_init <= 4.0:
@@ -77,12 +82,13 @@ class MixConfig:
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
         tables = len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits)
-        tables += 4 * image.table_size() * self.image
+        tables += 4 * (image.table_size() * self.image + sheet.EXPECT_COUNTERS * self.sheet_expect)
         return tables + 4 * self.layout(bptt)[1]
 
     def layout(self, bptt: int) -> tuple[dict, int]:
         """The mixer's float array layout (mixer.layout) for these settings."""
-        return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image)
+        return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image,
+                         self.sheet_expect)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -113,11 +119,15 @@ class MixArrays:
                                               for k in cfg.orders))
         S[sheet.S_SH_ON] = int(sheet.enabled(cfg.orders))
         S[sheet.S_SH_NEXT] = S[sheet.S_SH_COL] = S[sheet.S_SH_LAST_COL] = -1
-        S[sheet.S_SH_CELLS:sheet.S_SH_CELLS + sheet.COLUMNS * sheet.CELL_BYTES] = -1
+        S[sheet.S_SH_CELLS:sheet.S_SH_HITS] = -1  # both cells of every column unknown
+        S[sheet.S_SH_SUCC:sheet.S_SH_SUCC + sheet.COLUMNS] = -1
+        S[sheet.S_SH_X_ON] = int(cfg.sheet_expect)
+        S[sheet.S_SH_X_BYTE] = -1
         S[image.S_IMG_ON] = int(cfg.image)
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
-        self.CT = np.zeros(S[image.S_IMG_BASE] + image.table_size() * cfg.image,
+        S[sheet.S_SH_X_BASE] = S[image.S_IMG_BASE] + image.table_size() * cfg.image
+        self.CT = np.zeros(S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect,
                            dtype=np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:] = cx.P_HALF
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)

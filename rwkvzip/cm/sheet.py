@@ -36,12 +36,24 @@ from rwkvzip.ops.jit import jit
 # S slots (context.py reserves the range): on (the recipe has a sheet kind), where the next
 # record starts (-1: no chain followed), the current record's start, the one before's, the
 # current type, its column (-1 until read) and the last cell's, records followed, the
-# selector (below; -1 while no chain is followed); then the column memory
+# selector (below; -1 while no chain is followed); the expected byte's: on (mix field
+# sheet_expect), the byte (-1: none), its counter, its hit history's slot, the counters'
+# base in CT; then the column memory
 (S_SH_ON, S_SH_NEXT, S_SH_START, S_SH_PREV, S_SH_TYPE, S_SH_COL, S_SH_LAST_COL,
- S_SH_RECORDS, S_SH_SEL) = range(cx.S_SHEET, cx.S_SHEET + 9)
-S_SH_CELLS = cx.S_SHEET + 16  # S[S_SH_CELLS + 16 * (column & 255) + o]: last cell's byte o
+ S_SH_RECORDS, S_SH_SEL, S_SH_X_ON, S_SH_X_BYTE, S_SH_X_COUNTER, S_SH_X_HITS,
+ S_SH_X_BASE) = range(cx.S_SHEET, cx.S_SHEET + 14)
 CELL_BYTES = cx.SHEET_CELL_BYTES  # offsets of a cell record kept per column
 COLUMNS = cx.SHEET_COLUMNS
+# S[S_SH_CELLS + 16 * (column & 255) + o]: the column's last cell's byte o; at S_SH_CELLS2
+# the cell's before it; at S_SH_HITS whether the expected bytes there were right (2 bits);
+# S[S_SH_SUCC + (column & 255)]: the column of the cell that came after it last (-1: none)
+S_SH_CELLS = cx.S_SHEET + 16
+S_SH_CELLS2 = S_SH_CELLS + COLUMNS * CELL_BYTES
+S_SH_HITS = S_SH_CELLS2 + COLUMNS * CELL_BYTES
+S_SH_SUCC = S_SH_HITS + COLUMNS * CELL_BYTES
+# the expected byte's counters: by offset (< CELL_BYTES), the type's low 3 bits, whether
+# the cell before the last is known, and the hit history
+EXPECT_COUNTERS = CELL_BYTES * 8 * 2 * 4
 BOF_TYPE_LO = 0x09  # a BOF record's type: 0x09 and a version byte (BIFF2 ... BIFF8)
 BOF_VERSIONS = (0x00, 0x02, 0x04, 0x08)
 BOF_LEN_MIN, BOF_LEN_MAX = 4, 32
@@ -99,13 +111,17 @@ def follow(S, HB, hmask):
     if p >= nxt:  # inside the next record's header
         return
     o = p - S[S_SH_START]
-    if o == COL_AT + 1:  # the column is read: keep the header
+    if o == COL_AT + 1:  # the column is read: its last cell moves back, keep the header
         col = byte_at(HB, hmask, p - 1) | (b << 8)
+        if S[S_SH_LAST_COL] >= 0:
+            S[S_SH_SUCC + (S[S_SH_LAST_COL] & (COLUMNS - 1))] = col
         S[S_SH_COL] = col
         S[S_SH_LAST_COL] = col
-        cell = S_SH_CELLS + CELL_BYTES * (col & (COLUMNS - 1))
+        c = CELL_BYTES * (col & (COLUMNS - 1))
+        for i in range(CELL_BYTES):
+            S[S_SH_CELLS2 + c + i] = S[S_SH_CELLS + c + i]
         for i in range(COL_AT + 2):
-            S[cell + i] = byte_at(HB, hmask, S[S_SH_START] + i)
+            S[S_SH_CELLS + c + i] = byte_at(HB, hmask, S[S_SH_START] + i)
     elif COL_AT + 1 < o < CELL_BYTES and S[S_SH_COL] >= 0:
         S[S_SH_CELLS + CELL_BYTES * (S[S_SH_COL] & (COLUMNS - 1)) + o] = b
 
@@ -130,6 +146,7 @@ def next_contexts(S, HB):
     n = S[cx.S_POS]  # the next byte's position
     nxt = S[S_SH_NEXT]
     live = nxt >= 0
+    guessed = True  # col is the last cell's column + 1, not yet read
     if not live:
         o = 0
         rtype = -1
@@ -146,11 +163,17 @@ def next_contexts(S, HB):
     else:
         o = n - S[S_SH_START]
         rtype = S[S_SH_TYPE]
-        col = S[S_SH_COL] if S[S_SH_COL] >= 0 else S[S_SH_LAST_COL] + 1
+        guessed = S[S_SH_COL] < 0
+        col = S[S_SH_LAST_COL] + 1 if guessed else S[S_SH_COL]
         left = byte_at(HB, hmask, S[S_SH_PREV] + o) if S[S_SH_PREV] + o < S[S_SH_START] else -1
     oc = min(o, OFFSET_CAP)
     S[S_SH_SEL] = (oc | ((rtype & 7) << 5)) if live else -1
-    above = S[S_SH_CELLS + CELL_BYTES * (col & (COLUMNS - 1)) + o] if o < CELL_BYTES else -1
+    c = CELL_BYTES * (col & (COLUMNS - 1)) + o  # the column memory's slot of this byte
+    above = S[S_SH_CELLS + c] if o < CELL_BYTES else -1
+    if S[S_SH_X_ON] != 0:
+        if guessed and S[S_SH_LAST_COL] >= 0 and S[S_SH_SUCC + (S[S_SH_LAST_COL] & 255)] >= 0:
+            c = CELL_BYTES * (S[S_SH_SUCC + (S[S_SH_LAST_COL] & 255)] & (COLUMNS - 1)) + o
+        expect(S, c, o, rtype, S[S_SH_CELLS + c] if live and o < CELL_BYTES else -1)
     last = byte_at(HB, hmask, n - 1)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
@@ -175,3 +198,37 @@ def next_contexts(S, HB):
 def mix(h, x):
     """h extended by x >= -1."""
     return hash32(h * 0x01000193 + x + 2)
+
+
+@jit
+def expect(S, c, o, rtype, above):
+    """The expected byte at column-memory slot c (offset o): the column's last two cells
+    extrapolated, 2 above - above2 (mod 256; a row number that counts up, a value that
+    repeats or steps), or above alone while the cell before it is unknown."""
+    if above < 0:
+        S[S_SH_X_BYTE] = -1
+        return
+    above2 = S[S_SH_CELLS2 + c]
+    known = int(above2 >= 0)
+    S[S_SH_X_BYTE] = (2 * above - above2) & 0xFF if known else above
+    S[S_SH_X_HITS] = S_SH_HITS + c
+    S[S_SH_X_COUNTER] = S[S_SH_X_BASE] + (((o * 8 + (rtype & 7)) * 2 + known) * 4
+                                          + S[S_SH_HITS + c])
+
+
+@jit
+def expect_inputs(CT, S, ST, X, col):
+    """X[node, col]: the expected byte's evidence (as the match model's), 0 where it has none."""
+    e = S[S_SH_X_BYTE] if S[S_SH_X_ON] != 0 else -1
+    cx.expected_byte_inputs(CT, ST, X, col, e, S[S_SH_X_COUNTER])
+
+
+@jit
+def expect_learn(CT, S, symbol):
+    """Its counter learns whether the expected byte's bits came true; the slot's hits too."""
+    e = S[S_SH_X_BYTE]
+    if S[S_SH_X_ON] == 0 or e < 0:
+        return
+    cx.learn_expected_byte(CT, S[S_SH_X_COUNTER], e, symbol)
+    h = S[S_SH_X_HITS]
+    S[h] = ((S[h] << 1) | int(symbol == e)) & 3
