@@ -134,9 +134,9 @@ def test_ctrl_c_stops_every_worker_and_leaves_no_output(tmp_path):
     # the kernels first (cached for the run below): Ctrl-C lands while coding, not inside a
     # first compile, which Python cannot interrupt
     warm = tmp_path.parent / f"{tmp_path.name}-warm.xls"
-    warm.write_bytes(src.read_bytes()[:4096])
-    subprocess.run([*COMMAND, "-4", "-c", str(warm)], stdout=subprocess.DEVNULL, check=True,
-                   timeout=600)
+    warm.write_bytes(src.read_bytes()[:65536 + 4096])  # two blocks: the workers' kernels too
+    subprocess.run([*COMMAND, "-4", "-T", "2", "--block-size", "64K", "-c", str(warm)],
+                   stdout=subprocess.DEVNULL, check=True, timeout=600)
     (tmp_path / "in.xls").write_bytes(src.read_bytes())
     proc = subprocess.Popen([*COMMAND, "-4", "-T", "2", "--block-size", "64K",
                              str(tmp_path / "in.xls")], stderr=subprocess.PIPE,
