@@ -23,6 +23,10 @@ at offset o of the record before. While a chain is followed, the byte that choos
 second mixer's weights and the second APM's row is (o, type) instead of the last byte
 (`selector`). On kennedy.xls over cm-v2 with the image model: 0.1223 bpb; FIELD, COL, ABOVE
 0.0860; the type before in the header 0.0840; LEFT 0.0824; the selector 0.0802.
+
+With the mix field sheet_expect the mixer also hears the expected byte (`expect`): the
+column's last two cells extrapolated, which predicts what no context does, a row number
+that counts up (on kennedy.xls, mix-v10 0.0798 to mix-v13 0.0764).
 """
 
 from __future__ import annotations
