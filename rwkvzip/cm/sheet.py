@@ -175,8 +175,10 @@ def next_contexts(S, HB):
     c = CELL_BYTES * (col & (COLUMNS - 1)) + o  # the column memory's slot of this byte
     above = S[S_SH_CELLS + c] if o < CELL_BYTES else -1
     if S[S_SH_X_ON] != 0:
-        if guessed and S[S_SH_LAST_COL] >= 0 and S[S_SH_SUCC + (S[S_SH_LAST_COL] & 255)] >= 0:
-            c = CELL_BYTES * (S[S_SH_SUCC + (S[S_SH_LAST_COL] & 255)] & (COLUMNS - 1)) + o
+        if guessed and S[S_SH_LAST_COL] >= 0:  # the column that followed the last one
+            succ = S[S_SH_SUCC + (S[S_SH_LAST_COL] & (COLUMNS - 1))]
+            if succ >= 0:
+                c = CELL_BYTES * (succ & (COLUMNS - 1)) + o
         expect(S, c, o, rtype, S[S_SH_CELLS + c] if live and o < CELL_BYTES else -1)
     last = byte_at(HB, hmask, n - 1)
     for m in range(S[cx.S_K]):
