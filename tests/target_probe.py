@@ -174,7 +174,8 @@ def run_target(target: str, sample: Path, root: Path, host_first: bool = True) -
     # the target's kernels in a cache of their own: numba keeps one index per function, and
     # a process that saves it for another target can drop an entry the host just wrote
     # (other test workers would then compile that kernel again, uninterruptibly)
-    env["NUMBA_CACHE_DIR"] = f"{os.environ['NUMBA_CACHE_DIR']}-{target}"
+    if os.environ.get("NUMBA_CACHE_DIR"):  # set by rwkvzip on import where one is writable
+        env["NUMBA_CACHE_DIR"] = f"{os.environ['NUMBA_CACHE_DIR']}-{target}"
 
     def probe(*args: Path) -> str:
         proc = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True,
