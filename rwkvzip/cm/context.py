@@ -35,10 +35,15 @@ P_HALF = 1 << (P_BITS - 1 + 10)  # a fresh counter: p = 1/2, count 0
 MATCH_MIN = 6  # bytes hashed to find a match candidate
 WORD_ORDER = 0  # an "order" of 0 in the recipe's list means the word context
 COUNT_LIMIT_MAX = 1023
+# a slot's check word: 17 bits of check, then (two-way tables) how often its context came back
+CHECK_MASK = (1 << 17) - 1
+USES_SHIFT = 17
+USE = 1 << USES_SHIFT
+USES_MAX = 0xFFFFFFFF - USE  # the use count saturates below 2**15
 
 # S slots (int64): the models' state, then settings and array offsets (mixer.py adds its own)
 (S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
- S_MATCH_BASE, S_MCOUNT_BASE) = range(13)
+ S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS) = range(14)  # S_WAYS: 2 for two-way tables (mix ways)
 S_MIXER, N_S_MIXER = 16, 16  # S[16:32] holds the mixer's slots (mixer.py), one array for both
 S_ORDERS = 32  # S[S_ORDERS + o]: the order of model o (0 = word context)
 S_CTX = 48  # S[S_CTX + o]: hash of model o's current context
@@ -61,7 +66,12 @@ S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
 SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
 S_SHEET = S_IMAGE + N_S_IMAGE
 N_S_SHEET = 16 + 3 * SHEET_COLUMNS * SHEET_CELL_BYTES + SHEET_COLUMNS
-N_S = S_SHEET + N_S_SHEET
+# the text kinds' state (20 ... 23): the two words before the current one (their hashes,
+# 0: none yet) and where the current and the previous line start
+S_TEXT = S_SHEET + N_S_SHEET
+S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = range(S_TEXT, S_TEXT + 4)
+S_MIXER2, N_S_MIXER2 = S_TEXT + 4, 8  # more of the mixer's slots (mixer.py)
+N_S = S_MIXER2 + N_S_MIXER2
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16
@@ -89,7 +99,13 @@ KIND_SHEET_FIELD = 16  # the record's type and the byte's offset in it, a(1)
 KIND_SHEET_COL = 17  # type, offset and the cell's column
 KIND_SHEET_ABOVE = 18  # type, offset, column and the same byte of that column's last cell
 KIND_SHEET_LEFT = 19  # type, offset, column and the same byte of the record before
-MAX_KIND = 19
+# 20 and up: text. The word context (current word and a(1)) with the words before it, and
+# the line above: wN is the hash of the N-th whole word back (letters as in the word context)
+KIND_WORD_BIGRAM = 20  # the word context and w1
+KIND_WORD_TRIGRAM = 21  # the word context, w1 and w2
+KIND_WORD_SKIP = 22  # the word context and w2 (w1 skipped)
+KIND_LINE_ABOVE = 23  # the byte at this column of the line above, and a(1)
+MAX_KIND = 23
 ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte
 MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
 MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
@@ -110,24 +126,55 @@ def find_slot(CT, S, o, j):
     h = slot_hash(S[S_CTX + o], j)
     bits = S[S_BITS]
     idx = (o << bits) + (h >> (32 - bits))
-    base = idx * SLOT
-    if np.int64(CT[base]) == (h & 0xFFFF) + 1:
-        return base
+    check = (h & 0xFFFF) + 1
+    ways = S[S_WAYS]
+    if ways < 2:
+        return idx * SLOT if np.int64(CT[idx * SLOT]) == check else -1
+    for i in range(ways):
+        b = (idx ^ i) * SLOT
+        if np.int64(CT[b]) & CHECK_MASK == check:
+            return b
     return -1
 
 
 @jit
 def claim_slot(CT, S, o, j):
-    """The slot for nibble j of model o's context, taken over (reset) if another held it."""
+    """The slot for nibble j of model o's context, taken over (reset) if another held it.
+    With W ways (mix field ways), the context may own any slot of its aligned group of W;
+    a new context takes the one used least (the use count in the check word's high bits,
+    the first on a tie). (Halving the others' counts at each take, so that contexts that
+    stop coming back age out, measured no better.)"""
     h = slot_hash(S[S_CTX + o], j)
     bits = S[S_BITS]
-    base = ((o << bits) + (h >> (32 - bits))) * SLOT
+    idx = (o << bits) + (h >> (32 - bits))
     check = (h & 0xFFFF) + 1
-    if np.int64(CT[base]) != check:
-        CT[base] = np.uint32(check)
-        for i in range(1, SLOT):
-            CT[base + i] = np.uint32(P_HALF)
-    return base
+    ways = S[S_WAYS]
+    if ways < 2:
+        base = idx * SLOT
+        if np.int64(CT[base]) != check:
+            reset_slot(CT, base, check)
+        return base
+    take = -1
+    least = np.int64(1) << 40
+    for i in range(ways):
+        b = (idx ^ i) * SLOT
+        v = np.int64(CT[b])
+        if v & CHECK_MASK == check:
+            if v < USES_MAX:
+                CT[b] = np.uint32(v + USE)
+            return b
+        if v >> USES_SHIFT < least:
+            least = v >> USES_SHIFT
+            take = b
+    reset_slot(CT, take, check)
+    return take
+
+
+@jit
+def reset_slot(CT, base, check):
+    CT[base] = np.uint32(check)
+    for i in range(1, SLOT):
+        CT[base + i] = np.uint32(P_HALF)
 
 
 @jit
@@ -276,6 +323,18 @@ def vote(S, R, d, votes):
         S[R + 4] = 0
 
 
+@jit(inline="always")
+def is_sheet_kind(k):
+    """Kinds 16 ... 19: set by sheet.next_contexts, absent while no record chain is followed."""
+    return KIND_SHEET_FIELD <= k <= KIND_SHEET_LEFT
+
+
+@jit(inline="always")
+def is_text_kind(k):
+    """Kinds 20 ... 23: words and lines (absent while sheet.py follows a record chain)."""
+    return KIND_WORD_BIGRAM <= k <= KIND_LINE_ABOVE
+
+
 @jit
 def mixh(h, x):
     return hash32(h * 0x01000193 + x + 1)
@@ -293,6 +352,15 @@ def kind_hash(S, HB, k, pos, hmask):
         return mixh(mixh(h, back(HB, pos, hmask, 3)), back(HB, pos, hmask, 4))
     if k == KIND_WORD4:
         return mixh(mixh(h, pos & 3), back(HB, pos, hmask, 4))
+    if KIND_WORD_BIGRAM <= k <= KIND_WORD_SKIP:
+        h = mixh(h, word_context(S[S_WORD], back(HB, pos, hmask, 1)))
+        if k != KIND_WORD_SKIP:
+            h = mixh(h, S[S_WORD1])
+        if k != KIND_WORD_BIGRAM:
+            h = mixh(h, S[S_WORD2])
+        return h
+    if k == KIND_LINE_ABOVE:
+        return mixh(mixh(h, line_above(S, HB, pos, hmask)), back(HB, pos, hmask, 1))
     r = S[S_REC]
     if r == 0:  # no record length detected yet: one context
         return h
@@ -309,6 +377,27 @@ def kind_hash(S, HB, k, pos, hmask):
 
 
 @jit
+def line_above(S, HB, pos, hmask):
+    """The byte at the next byte's column in the line above (256: that line is shorter, or
+    there is none, or it has left the history)."""
+    src = S[S_LINE_PREV] + pos - S[S_LINE]
+    if src >= S[S_LINE] or pos - src > hmask:
+        return 256
+    return back(HB, pos, hmask, pos - src)
+
+
+@jit
+def next_text(S, pos, symbol, word):
+    """Keep the words before the current one and the lines' starts (byte at `pos` coded)."""
+    if word == 0 and S[S_WORD] != 0:  # a word just ended
+        S[S_WORD2] = S[S_WORD1]
+        S[S_WORD1] = S[S_WORD]
+    if symbol == 10:
+        S[S_LINE_PREV] = S[S_LINE]
+        S[S_LINE] = pos + 1
+
+
+@jit
 def next_contexts(S, HB, byte):
     """Append the byte to the history and recompute every model's context hash."""
     symbol = np.int64(byte)
@@ -317,7 +406,9 @@ def next_contexts(S, HB, byte):
     HB[pos & hmask] = np.uint8(symbol)
     S[S_POS] = pos + 1
     S[S_HIST] = ((S[S_HIST] << 8) | symbol) & 0xFFFFFFFFFFFFFF  # last 7 bytes
-    S[S_WORD] = next_word(S[S_WORD], symbol)
+    word = next_word(S[S_WORD], symbol)
+    next_text(S, pos, symbol, word)
+    S[S_WORD] = word
     if S[S_REC_ON] != 0:  # only recipes with a record kind pay for the detection
         record_update(S, pos, symbol, hmask)
     for o in range(S[S_K]):
@@ -328,7 +419,7 @@ def next_contexts(S, HB, byte):
             h = k
             for i in range(k):
                 h = hash32(h * 0x01000193 + ((S[S_HIST] >> (8 * i)) & 0xFF) + 1)
-        elif k >= KIND_SHEET_FIELD:
+        elif is_sheet_kind(k):
             continue  # sheet.next_contexts sets it
         else:
             h = kind_hash(S, HB, k, pos + 1, hmask)
@@ -404,4 +495,4 @@ def next_contexts_start(S):
     """Context hashes before the first byte (an empty history; no sheet record yet)."""
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
-        S[S_CTX + o] = ABSENT if k >= KIND_SHEET_FIELD else hash32(k * 0x01000193 + 0x5BD1E995)
+        S[S_CTX + o] = ABSENT if is_sheet_kind(k) else hash32(k * 0x01000193 + 0x5BD1E995)

@@ -11,7 +11,8 @@ from rwkvzip.cm import image, sheet
 from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
-OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect")
+OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
+                   "ways")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class MixConfig:
     net_gate: bool = False
     image: bool = False
     sheet_expect: bool = False
+    sse2: bool = False
+    ways: int = 1
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -69,8 +72,10 @@ class MixConfig:
             raise ValueError("table_bits must be in 10..24")
         if not 0.0 <= self.net_init <= 4.0:
             raise ValueError("net_init must be in [0, 4]")
-        if self.selectors not in (1, 2):
-            raise ValueError("selectors must be 1 or 2")
+        if self.ways not in (1, 2, 4):
+            raise ValueError("ways must be 1, 2 or 4")
+        if self.selectors not in (1, 2, 3):
+            raise ValueError("selectors must be 1, 2 or 3")
         if not 12 <= self.match_bits <= 28:
             raise ValueError("match_bits must be in 12..28")
         if not 1 <= self.count_limit <= cx.COUNT_LIMIT_MAX:
@@ -88,7 +93,7 @@ class MixConfig:
     def layout(self, bptt: int) -> tuple[dict, int]:
         """The mixer's float array layout (mixer.layout) for these settings."""
         return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image,
-                         self.sheet_expect)
+                         self.sheet_expect, self.sse2)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -108,6 +113,7 @@ class MixArrays:
         S = np.zeros(cx.N_S, dtype=np.int64)
         S[cx.S_K] = K
         S[cx.S_BITS] = cfg.table_bits
+        S[cx.S_WAYS] = cfg.ways
         S[cx.S_LIMIT] = cfg.count_limit
         S[cx.S_HBITS] = cfg.match_bits
         S[cx.S_MBITS] = cfg.match_bits
@@ -141,6 +147,8 @@ class MixArrays:
                            (mx.S_GM, "gm"), (mx.S_SM, "sm"), (mx.S_W2, "w2"),
                            (mx.S_WF, "wf"), (mx.S_ZS, "zs"), (image.S_IMG_MX, "img")):
             S[slot] = offsets[name]
+        S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
+        S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
         MX = np.zeros(size, dtype=np.float32)
         MX[mx.MX_LR] = cfg.lr
         MX[mx.MX_LR_MIN] = cfg.lr_min

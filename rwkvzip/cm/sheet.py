@@ -69,7 +69,7 @@ COL_AT = 6  # a cell record's column: offsets 6, 7 (after type, length, row)
 
 def enabled(orders) -> bool:
     """Whether a recipe's context kinds need the parser."""
-    return any(k >= cx.KIND_SHEET_FIELD for k in orders)
+    return any(cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT for k in orders)
 
 
 @jit(inline="always")
@@ -142,7 +142,7 @@ def begin(S, start, rtype, length):
 @jit
 def next_contexts(S, HB):
     """After context.next_contexts: follow the record chain and set the sheet kinds'
-    contexts for the next byte."""
+    contexts for the next byte (and while it follows one, the text kinds' are absent)."""
     if S[S_SH_ON] == 0:
         return
     hmask = (1 << S[cx.S_HBITS]) - 1
@@ -183,7 +183,10 @@ def next_contexts(S, HB):
     last = byte_at(HB, hmask, n - 1)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if k < cx.KIND_SHEET_FIELD:
+        if live and cx.is_text_kind(k):  # words and lines mean nothing inside records
+            S[cx.S_CTX + m] = cx.ABSENT
+            continue
+        if not cx.is_sheet_kind(k):
             continue
         if not live:
             S[cx.S_CTX + m] = cx.ABSENT
