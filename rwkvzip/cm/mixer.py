@@ -59,6 +59,7 @@ MAX_LOGIT = 30.0
 NET_CLAMP = 16.0
 P_MIN = 1.0 / 65536.0
 W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
+W_INIT_TEXT = 0.05  # ... of a text kind's (20 ... 23): lower, they know little in a small file
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
 W_INIT_IMAGE = 0.3  # ... of the image model
 W_INIT_EXPECT = 0.3  # ... of the spreadsheet model's expected byte
@@ -115,7 +116,8 @@ def init_tables(S, MX):
     image_end = ic + image.IMAGE_INPUTS * S[image.S_IMG_ON]
     for i in range(3 * (K + 1) * ALPHABET):
         for c in range(2 * K):
-            w[i * nin + c] = W_INIT_CTX
+            text = cx.is_text_kind(S[cx.S_ORDERS + c % K])
+            w[i * nin + c] = W_INIT_TEXT if text else W_INIT_CTX
         w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * ALPHABET else W_INIT_MATCH[0]
         w[i * nin + 2 * K + 1] = 0.0  # bias
         if S[S_NET] != NET_OFF:
