@@ -213,4 +213,4 @@ def test_recipe_json_and_overrides():
     two = replace(recipe, mix=replace(recipe.mix, selectors=2))
     assert b'"selectors":2' in two.to_json() and Recipe.from_json(two.to_json()) == two
     with pytest.raises(RecipeError, match="selectors"):
-        Recipe.from_dict({**two.to_dict(), "mix": {**two.mix.to_dict(), "selectors": 3}})
+        Recipe.from_dict({**two.to_dict(), "mix": {**two.mix.to_dict(), "selectors": 4}})
