@@ -79,6 +79,11 @@ RECIPES = {
                                                             14, 15),
                                                     table_bits=11, match_bits=14,
                                                     network=False)),
+    # small tables, so that contexts contend for the four ways of a group (the levels' cards
+    # never fill theirs on a sample this small)
+    "text-kinds-four-ways": Recipe(mix=MixConfig(orders=(1, 2, 3, 0, 20, 21, 22, 23),
+                                                 table_bits=10, match_bits=14, network=False,
+                                                 ways=4, sse2=True, selectors=3)),
     "count-models": Recipe(counts=CountsConfig(orders=(0, 1, 2, 3, 5), table_bits=10,
                                                match_bits=13, limit=300, match_min=5)),
     "wide-sgd": Recipe(model=Rwkv7Config(hidden=192, layers=1, ffn=256, decay_rank=8,
