@@ -35,7 +35,8 @@ P_HALF = 1 << (P_BITS - 1 + 10)  # a fresh counter: p = 1/2, count 0
 MATCH_MIN = 6  # bytes hashed to find a match candidate
 WORD_ORDER = 0  # an "order" of 0 in the recipe's list means the word context
 COUNT_LIMIT_MAX = 1023
-# a slot's check word: 17 bits of check, then (two-way tables) how often its context came back
+# a slot's check word: 17 bits of check, then (tables of 2 or 4 ways) how often its context
+# was learnt in
 CHECK_MASK = (1 << 17) - 1
 USES_SHIFT = 17
 USE = 1 << USES_SHIFT
@@ -43,7 +44,7 @@ USES_MAX = 0xFFFFFFFF - USE  # the use count saturates below 2**15
 
 # S slots (int64): the models' state, then settings and array offsets (mixer.py adds its own)
 (S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
- S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS) = range(14)  # S_WAYS: 2 for two-way tables (mix ways)
+ S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS) = range(14)  # S_WAYS: slots a context may own (mix ways)
 S_MIXER, N_S_MIXER = 16, 16  # S[16:32] holds the mixer's slots (mixer.py), one array for both
 S_ORDERS = 32  # S[S_ORDERS + o]: the order of model o (0 = word context)
 S_CTX = 48  # S[S_CTX + o]: hash of model o's current context
@@ -142,8 +143,8 @@ def claim_slot(CT, S, o, j):
     """The slot for nibble j of model o's context, taken over (reset) if another held it.
     With W ways (mix field ways), the context may own any slot of its aligned group of W;
     a new context takes the one used least (the use count in the check word's high bits,
-    the first on a tie). (Halving the others' counts at each take, so that contexts that
-    stop coming back age out, measured no better.)"""
+    the first on a tie). Halving the others' counts at each take (ageing) measured no
+    better."""
     h = slot_hash(S[S_CTX + o], j)
     bits = S[S_BITS]
     idx = (o << bits) + (h >> (32 - bits))

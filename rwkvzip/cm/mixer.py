@@ -1,5 +1,5 @@
 """The mixer: combines the context models, the match model and the network at every node of
-the byte's binary tree, refines the result with two APM/SSE stages, and turns the 255 node
+the byte's binary tree, refines the result with two or three APM/SSE stages, and turns the 255 node
 probabilities into the distribution of the 256 bytes that the coder uses.
 
 Mixing is logistic (a weighted sum of stretched probabilities, squashed). Inputs (columns
@@ -9,7 +9,9 @@ is chosen by the node, the match state and how many models know their context, a
 online by gradient steps on the coded bits' log loss. With two selectors (S_SEL = 2) a second
 mixer's weights are chosen by the previous byte (sheet.selector: a record field while the
 spreadsheet model follows records) and the node, each mixer learns from its own
-error, and a final mixer (two weights per node) combines their logits. The network's input
+error, and a final mixer (two weights per node) combines their logits; with three (S_SEL =
+3) a third mixer's weights are chosen by the byte before the previous one, and the final
+mixer has three weights per node. The network's input
 at a node is ln(Q1 / Q0), the log-odds of its softmax mass under the node's two children;
 the mixer loss's gradient with respect to it is carried back to the network's logits
 (`learn`).
@@ -71,10 +73,10 @@ W_INIT_FINAL3 = 1.0 / 3.0  # ... (three selectors)
 # a network that learned text (a prior) is heard on text and silenced on binary data, where
 # its confident guesses would cost bits until the mixer unlearnt them.
 TEXT_RATE = 1.0 / 128.0
+GATE_LO, GATE_HI = 0.75, 0.95
 # with the order-2 APM (sse2) a node's probability is this blend of the mixer's and the three
 # APMs' (0.4, 0.2, 0.2, 0.2 measured 0.06 % worse on the corpus texts)
 SSE_P, SSE_A1, SSE_A2, SSE_A3 = 0.3, 0.2, 0.2, 0.3
-GATE_LO, GATE_HI = 0.75, 0.95
 
 
 def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
@@ -219,6 +221,12 @@ def apm_rows(S, node):
 
 
 @jit(inline="always")
+def third_selector(S):
+    """The byte that chooses the third mixer's weight set: a(2), the one before the last."""
+    return (S[cx.S_HIST] >> 8) & 0xFF
+
+
+@jit(inline="always")
 def apm_learn(MX, r, j, f, bit, rate):
     """The two cells around the point move toward the bit, by their share of it."""
     MX[r + j] += rate * (1.0 - f) * (bit - MX[r + j])
@@ -337,7 +345,7 @@ def predict(q, CT, S, MX, ST, floor, P):
     three = S[S_SEL] > 2
     if three:  # a third, by the byte before the previous one and node
         z3s = np.empty(ALPHABET, dtype=np.float64)
-        c2 = (S[cx.S_HIST] >> 8) & 0xFF
+        c2 = third_selector(S)
         for n in range(ALPHABET):
             wset[n] = (c2 << 8) | n
         node_dots(MX, X, S[S_W3], wset, nin, z3s)
@@ -430,7 +438,7 @@ def learn(byte, CT, S, MX, ST, gz):
                 if abs(z2) < MAX_LOGIT:
                     dnet += MX[wf + 1] * MX[ws2 + 2 * K + 2]
             if three:
-                ws3 = S[S_W3] + ((((S[cx.S_HIST] >> 8) & 0xFF) << 8) | node) * nin
+                ws3 = S[S_W3] + ((third_selector(S) << 8) | node) * nin
                 z3 = MX[S[S_ZS3] + node]
                 if net and abs(z3) < MAX_LOGIT:
                     dnet += MX[S[S_WF3] + node] * MX[ws3 + 2 * K + 2]

@@ -26,18 +26,23 @@ class MixConfig:
     above around this column, 15 the column and the byte above; 16..19 fields of
     spreadsheet (BIFF) records (cm/sheet.py): 16 record type and offset with the last byte,
     17 with the cell's column, 18 with that column's last cell, 19 with the column and the
-    record before (docs/FORMAT.md); table_bits:
+    record before (docs/FORMAT.md); 20..23 text: the word with the word before it (20), the
+    two before it (21), the one before those (22), and the byte at this column of the line
+    above (23); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
     mixer (weights by node, match state and known models), or 2, a second mixer whose
-    weights are chosen by the previous byte and node, and a final mixer of the two;
+    weights are chosen by the previous byte and node, and a final mixer of the two, or 3, a
+    third mixer by the byte before the previous one too;
     net_init: every mixer's initial weight of the network's input (higher for a prior that
     already predicts well); net_gate: scale the network's input by how text-like the recent
     bytes are (cm/mixer.py, text_gate), for a prior that learned text; image: the 1-bit image
     model (cm/image.py: pixels from their neighbours in rows of the detected length);
     sheet_expect: one more input from the spreadsheet model, the byte its column's last two
-    cells extrapolate to (cm/sheet.py, expect; needs a kind 16...19). A field at its default
+    cells extrapolate to (cm/sheet.py, expect; needs a kind 16...19); sse2: a third APM
+    stage by the last two bytes (hashed) and node; ways: 1, 2 or 4 slots a context may own
+    (an aligned group; a new context takes the one used least). A field at its default
     is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
