@@ -28,6 +28,7 @@ from rwkvzip.cm.history import (
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import sigmoid64
+from rwkvzip.ops.prefetch import prefetch
 
 SLOT = 16  # uint32 per table slot: check word + 15 nibble-tree counters
 P_BITS = 22  # counter probability bits (the low 10 bits count updates)
@@ -122,12 +123,18 @@ def slot_hash(ctx, j):
 
 
 @jit
-def find_slot(CT, S, o, j):
-    """Slot index of nibble j of model o's context if that context owns it, else -1."""
+def slot_address(S, o, j):
+    """Where nibble j of model o's context lives: its table index (the first of the group
+    of `ways` it may own is that index with the low bits cleared) and the check word."""
     h = slot_hash(S[S_CTX + o], j)
     bits = S[S_BITS]
-    idx = (o << bits) + (h >> (32 - bits))
-    check = (h & 0xFFFF) + 1
+    return (o << bits) + (h >> (32 - bits)), (h & 0xFFFF) + 1
+
+
+@jit
+def find_slot(CT, S, o, j):
+    """Slot index of nibble j of model o's context if that context owns it, else -1."""
+    idx, check = slot_address(S, o, j)
     ways = S[S_WAYS]
     if ways < 2:
         return idx * SLOT if np.int64(CT[idx * SLOT]) == check else -1
@@ -139,16 +146,28 @@ def find_slot(CT, S, o, j):
 
 
 @jit
+def prefetch_slots(CT, S):
+    """Start loading every slot group that node_inputs will read for the next byte (the
+    network's forward runs meanwhile, so the table reads mostly hit the cache)."""
+    ways = max(S[S_WAYS], 1)
+    for o in range(S[S_K]):
+        if S[S_CTX + o] == ABSENT:
+            continue
+        for j in range(17):
+            idx, _ = slot_address(S, o, j)
+            first = (idx & ~(ways - 1)) * SLOT
+            for i in range(ways):
+                prefetch(CT, first + i * SLOT)
+
+
+@jit
 def claim_slot(CT, S, o, j):
     """The slot for nibble j of model o's context, taken over (reset) if another held it.
     With W ways (mix field ways), the context may own any slot of its aligned group of W;
     a new context takes the one used least (the use count in the check word's high bits,
     the first on a tie). Halving the others' counts at each take (ageing) measured no
     better."""
-    h = slot_hash(S[S_CTX + o], j)
-    bits = S[S_BITS]
-    idx = (o << bits) + (h >> (32 - bits))
-    check = (h & 0xFFFF) + 1
+    idx, check = slot_address(S, o, j)
     ways = S[S_WAYS]
     if ways < 2:
         base = idx * SLOT

@@ -40,6 +40,7 @@ from rwkvzip.cm.history import text_class
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
+from rwkvzip.ops.prefetch import prefetch
 
 # S slots of the mixer: the range context.py keeps for it in the context models' S array
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
@@ -480,6 +481,29 @@ def learn(byte, CT, S, MX, ST, gz):
     MX[MX_SEEN] = seen + 1.0
     if S[S_GATE] != 0:
         MX[MX_TEXT] += TEXT_RATE * (text_likeness(symbol) - MX[MX_TEXT])
+
+
+@jit
+def prefetch_rows(S, MX):
+    """Start loading the weight rows and APM rows that the byte-chosen mixers and APMs will
+    read for the next byte (each a contiguous block of 256 rows)."""
+    nin = S[S_NIN]
+    c1 = sheet.selector(S)
+    if S[S_SEL] > 1:
+        at = S[S_W2] + (c1 << 8) * nin
+        for i in range(0, ALPHABET * nin, 16):
+            prefetch(MX, at + i)
+    if S[S_SEL] > 2:
+        at = S[S_W3] + (third_selector(S) << 8) * nin
+        for i in range(0, ALPHABET * nin, 16):
+            prefetch(MX, at + i)
+    at = S[S_A2] + (c1 << 8) * APM_CELLS
+    for i in range(0, ALPHABET * APM_CELLS, 16):
+        prefetch(MX, at + i)
+    if S[S_A3] != 0:
+        at = sse2_row(S)
+        for i in range(0, ALPHABET * APM_CELLS, 16):
+            prefetch(MX, at + i)
 
 
 @jit

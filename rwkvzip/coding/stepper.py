@@ -212,6 +212,8 @@ def learn_mixing(symbol, j, mixing):
     sheet.next_contexts(S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
+    context.prefetch_slots(CT, S)
+    mixer.prefetch_rows(S, MX)
 
 
 @jit(inline="always")
