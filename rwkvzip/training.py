@@ -87,6 +87,7 @@ def load_checkpoint(path: str | Path, predictor: NetworkPredictor
     the running average of the weights (the weights themselves in older checkpoints)."""
     with np.load(path) as z:
         predictor.W[:] = z["W"]
+        predictor.weights_changed()
         predictor.O[:] = z["O"]
         predictor.F[:] = z["F"]
         avg = z["A"].copy() if "A" in z.files else predictor.W.copy()

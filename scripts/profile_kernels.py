@@ -45,6 +45,7 @@ from rwkvzip.ops.linalg import (
     layer_norm,
     matvec,
     outer_acc,
+    refresh_twins,
     rms_norm,
     softmax_with_floor,
 )
@@ -82,7 +83,7 @@ def loop_forward(arch, data, W, state, tr, I, floor):
 
 
 @jit(cache=False)
-def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratch):
+def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratch, twin):
     """RWKV-7: each byte's forward step, then its backward step (one byte's gradient)."""
     for t in range(data.shape[0] - 1):
         for i in range(state.shape[0]):
@@ -90,7 +91,7 @@ def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratc
             gstate[i] = 0.0
         KR.forward_step(data[t], W, state, tr, I, floor)
         rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate, I,
-                                     floor, scratch)
+                                     floor, scratch, twin)
 
 
 @jit(cache=False)
@@ -108,6 +109,12 @@ def loop_outer(G, shapes, x, g, n):
 def loop_optimizer(W, O, G, R, F, n):
     for _ in range(n):
         optim.apply_gradients(W, O, G, R, F, 0.125)
+
+
+@jit(cache=False)
+def loop_twins(W, WT, table, n):
+    for _ in range(n):
+        refresh_twins(W, WT, table)
 
 
 @jit(cache=False)
@@ -478,9 +485,10 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     forward = (time.perf_counter() - t) / len(buf)
     G = np.zeros_like(W)
     s_old, gstate = np.zeros_like(state), np.zeros_like(state)
-    loop_forward_backward(buf[:16], W, G, state, s_old, tr, gstate, I, floor, pred.scratch)
+    twin = (pred.WT, pred.acc)  # what TBPTT's backward reads its input gradients from
+    loop_forward_backward(buf[:16], W, G, state, s_old, tr, gstate, I, floor, pred.scratch, twin)
     t = time.perf_counter()
-    loop_forward_backward(buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch)
+    loop_forward_backward(buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch, twin)
     both = (time.perf_counter() - t) / (len(buf) - 1)
     shapes = np.array([s.shape[::-1] if s.transposed else s.shape for s in pred.model.layout.specs
                        if len(s.shape) == 2 and not s.name.endswith("embeddings.weight")],
@@ -489,8 +497,9 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     x, g = np.ones(widest, dtype=np.float32), np.full(widest, 1e-3, dtype=np.float32)
     outer = timed(lambda n: loop_outer(G, shapes, x, g, n))
     opt = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, pred.R, pred.F.copy(), n))
+    twins = timed(lambda n: loop_twins(W, pred.WT.copy(), pred.training.twins, n))
     return {"backward": (both - forward) * 1e6, "outer": outer * 1e6,
-            "optimizer": opt / recipe.bptt * 1e6}
+            "optimizer": opt / recipe.bptt * 1e6, "twins": twins / recipe.bptt * 1e6}
 
 
 def profile_levels(data: bytes) -> list[dict]:
@@ -522,8 +531,10 @@ def profile_levels(data: bytes) -> list[dict]:
         ("    of which the weight-gradient outer products", parts["outer"]),
         (f"  of the step: the optimizer, once a segment of {alone.bptt} bytes",
          parts["optimizer"]),
+        ("  of the step: the matrices' output-major twins refreshed after it",
+         parts["twins"]),
         ("  of the step: two forwards (live, and the recompute after the update) and the "
-         "rest", tbptt - parts["backward"] - parts["optimizer"]),
+         "rest", tbptt - parts["backward"] - parts["optimizer"] - parts["twins"]),
     ]
     return [{"part": part, "us": round(us, 2)} for part, us in rows]
 

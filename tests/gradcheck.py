@@ -2,9 +2,23 @@
 
 import numpy as np
 
+from rwkvzip.net.common import no_twin
+from rwkvzip.ops.linalg import refresh_twins
 
-def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symbols, floor):
-    """float32 forward_step over the sequence, then backward_step from the last step back."""
+
+def twin_of(model, W):
+    """The backward's `twin` argument with W's matrices as output-major twins."""
+    WT = np.zeros_like(W)
+    table = model.layout.twin_table()
+    refresh_twins(W, WT, table)
+    return WT, np.zeros(int(table[:, 1].max()), np.float64)
+
+
+def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symbols, floor,
+                     twin=None):
+    """float32 forward_step over the sequence, then backward_step from the last step back
+    (reading the matrices from W, or from their twins)."""
+    twin = no_twin() if twin is None else twin
     I = model.index
     state = state0.copy()
     steps = []
@@ -17,7 +31,7 @@ def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symb
     gstate = np.zeros(model.state_size, np.float32)
     scratch = np.zeros(model.backward_scratch_size(), np.float32)
     for (old, new, tr), tok, sym in reversed(list(zip(steps, tokens, symbols, strict=True))):
-        backward_step(tok, sym, W, G, old, new, tr, gstate, I, floor, scratch)
+        backward_step(tok, sym, W, G, old, new, tr, gstate, I, floor, scratch, twin)
     return G, gstate
 
 
@@ -48,6 +62,9 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     G2, s2 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
                               [2, 3, 4], floor)
     assert np.array_equal(G1, G2) and np.array_equal(s1, s2)
+    G3, s3 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
+                              [2, 3, 4], floor, twin_of(model, W))
+    assert np.array_equal(G1, G3) and np.array_equal(s1, s3)  # twins: the same bits
     I = model.index
     state = state0.copy()
     tr = np.zeros(model.trace_size, np.float32)
@@ -57,7 +74,7 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     one = np.zeros_like(W)
     for target in (G, G, one):
         backward_step(1, 2, W, target, state0, state, tr.copy(),
-                      np.zeros(model.state_size, np.float32), I, floor, scratch)
+                      np.zeros(model.state_size, np.float32), I, floor, scratch, no_twin())
     np.testing.assert_allclose(G, 2 * one, rtol=1e-6, atol=1e-12)
 
 

@@ -23,6 +23,7 @@ from rwkvzip.cm.mixing import MixArrays
 from rwkvzip.coding import coder, precompile, stepper
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
+from rwkvzip.ops.linalg import refresh_twins
 from rwkvzip.recipe import PROB_FLOOR, Recipe
 
 WARM_UP = b"warm up, once"  # what warm_up codes
@@ -133,6 +134,9 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
         "rt": ((K, nt) if tbptt else (1, 1), f32),
         "gstate": ((ns if whole else 1,), f32),
         "scratch": ((model.backward_scratch_size() if whole else 1,), f32),
+        "WT": ((n if tbptt else 0,), f32),
+        "acc": ((max(model.layout.twin_table()[:, 1].max(initial=1), 1) if tbptt else 1,),
+                np.float64),
     }
 
 
@@ -198,8 +202,15 @@ class NetworkPredictor(Predictor):
                                          np.zeros(1, np.float32))
         self.net = stepper.Net(self.W, self.state, self.trace, self.probs, self.index, self.F)
         self.training = stepper.Training(self.O, self.G, self.R, self.toks, self.ckpt, self.rs,
-                                         self.rt, self.gstate, self.scratch)
+                                         self.rt, self.gstate, self.scratch, self.WT,
+                                         model.layout.twin_table(), self.acc)
+        self.weights_changed()
         self.begin()
+
+    def weights_changed(self) -> None:
+        """Call after writing into W from outside the kernels: the backward's twins follow."""
+        if self.WT.size:
+            refresh_twins(self.W, self.WT, self.training.twins)
 
     def restart(self) -> None:
         """A new document: zero recurrent state, same weights and optimizer (for training)."""

@@ -39,6 +39,11 @@ Training and Mixing):
   rs, rt     (K + 1, state) states and (K, trace) traces of the current chunk
   gstate     dL/d(state) carried backwards through time
   scratch    work space of the backward pass
+  WT, twins  TBPTT: W's matrices as output-major twins (refreshed after every optimizer
+             step; the table twins says where), from which the backward reads its input
+             gradients ~4x faster with the same bits; empty in the other modes, where
+             weights change every byte and refreshing would cost more than it saves
+  acc        float64 buffer of those input gradients
   CT, HB, S, MX, ST   the mixer's tables, history, state, floats and stretch table
                       (context.py, mixer.py; one-element dummies without mixing)
   decoder    (words, state) of coder.new_decoder: the stream a DECODE block reads (stand-ins
@@ -73,6 +78,7 @@ from rwkvzip.net.rwkv7 import forward as rwkv7
 from rwkvzip.net.rwkv7.model import Rwkv7Model
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
+from rwkvzip.ops.linalg import refresh_twins
 
 ARCH_RWKV7, ARCH_GDN = Rwkv7Model.arch_id, GdnModel.arch_id
 ARCH_NONE = -1  # no network: the context models and mixer alone (MODE_NONE)
@@ -80,7 +86,7 @@ MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
 # The kernels' argument bundles (plain tuples to numba; built by codec.Predictor)
 Net = namedtuple("Net", "W state tr P I F")
-Training = namedtuple("Training", "O G R toks ckpt rs rt gstate scratch")
+Training = namedtuple("Training", "O G R toks ckpt rs rt gstate scratch WT twins acc")
 Mixing = namedtuple("Mixing", "CT HB S MX ST")
 
 
@@ -96,13 +102,13 @@ def forward(arch, token, W, state, tr, I, F):
 
 
 @jit(inline="always")
-def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch):
+def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch, twin):
     if arch == ARCH_RWKV7:
         rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, G, s_old, s_new,
-                                     tr, gstate, I, F[F_FLOOR], scratch)
+                                     tr, gstate, I, F[F_FLOOR], scratch, twin)
     elif arch == ARCH_GDN:
         gdn_backward.backward_step(np.int64(token), np.int64(symbol), W, G, s_old, s_new,
-                                   tr, gstate, I, F[F_FLOOR], scratch)
+                                   tr, gstate, I, F[F_FLOOR], scratch, twin)
 
 
 @jit
@@ -176,7 +182,7 @@ def begin_fixed(arch, net, mixing):
 def tbptt_update(arch, net, train, mixing):
     """The segment toks[0..T] is complete: backpropagate through it, step, recompute."""
     W, state, tr, _, I, F = net
-    O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
+    O, G, R, toks, ckpt, rs, rt, gstate, scratch, WT, twins, acc = train
     T = int(F[F_BPTT])
     K = int(F[F_CKPT])
     n_chunks = (T + K - 1) // K
@@ -193,8 +199,10 @@ def tbptt_update(arch, net, train, mixing):
             k = j - j0
             target = loss_symbol(toks[j + 1], rt[k], net, mixing, j)
             backward(arch, toks[j], target, W, G, rs[k], rs[k + 1], rt[k], gstate, I, F,
-                     scratch)
+                     scratch, (WT, acc))
     apply_gradients(W, O, G, R, F, 1.0 / T)
+    if WT.shape[0] > 0:
+        refresh_twins(W, WT, twins)
     # recompute the live state over the segment with the new weights
     copy(ckpt[0], state)
     for j in range(T):
@@ -229,7 +237,7 @@ def predict_fixed(symbol, arch, net, mixing):
 def advance(symbol, arch, net, train, mixing):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
     W, state, tr, _, I, F = net
-    O, G, R, toks, ckpt, rs, rt, gstate, scratch = train
+    O, G, R, toks, ckpt, rs, rt, gstate, scratch, WT, _, acc = train
     mode = F[F_MODE]
     if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
         learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, mixing)
@@ -244,7 +252,8 @@ def advance(symbol, arch, net, train, mixing):
         for i in range(gstate.shape[0]):
             gstate[i] = 0.0
         target = loss_symbol(symbol, tr, net, mixing, 0)
-        backward(arch, toks[0], target, W, G, rs[0], state, tr, gstate, I, F, scratch)
+        backward(arch, toks[0], target, W, G, rs[0], state, tr, gstate, I, F, scratch,
+                 (WT, acc))
         apply_gradients(W, O, G, R, F, 1.0)
         copy(state, rs[0])
         toks[0] = symbol

@@ -7,12 +7,14 @@ then the parameter offsets (global slots, then per-layer slots), then the trace 
 
 from __future__ import annotations
 
+import numpy as np
+
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
+    input_gradient,
     layer_norm,
     layer_norm_backward,
     matvec,
-    matvec_t,
     outer_acc,
     softmax_with_floor,
     vec_acc,
@@ -108,19 +110,25 @@ def logit_gradient(symbol, tr, I, floor):
     return g
 
 
+def no_twin() -> tuple[np.ndarray, np.ndarray]:
+    """The `twin` argument of a backward pass that reads its matrices from W itself."""
+    return np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.float64)
+
+
 @jit
-def head_backward(symbol, W, G, tr, I, floor, gt, gx):
+def head_backward(symbol, W, G, tr, I, floor, gt, gx, twin):
     """Back through head_forward for the loss -ln p[symbol]: bias, LM head, final norm.
 
     Adds the output stage's parameter gradients into G and sets gx = dL/d(T_XOUT); gt (C
-    entries) is scratch. T_GLOGITS gets dL/dlogits.
+    entries) is scratch. T_GLOGITS gets dL/dlogits. twin: see the backward_step kernels.
     """
     C = I[D_C]
     V = I[D_V]
     glog = logit_gradient(symbol, tr, I, floor)
     vec_acc(gparam(G, I, P_BIAS, V), glog, V)
     outer_acc(gparam(G, I, P_HEAD, C * V), gslice(tr, I, T_XN, C), glog, C, V)
-    matvec_t(gparam(W, I, P_HEAD, C * V), glog, C, V, gt)
+    input_gradient(gparam(W, I, P_HEAD, C * V), gparam(twin[0], I, P_HEAD, C * V), glog, C, V,
+                   gt, twin[1])
     for c in range(C):
         gx[c] = 0.0
     layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gt,

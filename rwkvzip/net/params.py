@@ -64,6 +64,12 @@ class Layout:
             value = value.T
         W[spec.offset:spec.offset + spec.size] = value.reshape(-1)
 
+    def twin_table(self) -> np.ndarray:
+        """Rows (offset, n_in, n_out) of every input-major matrix: what a backward pass reads
+        from output-major twins (linalg.refresh_twins, input_gradient)."""
+        rows = [(s.offset, s.shape[1], s.shape[0]) for s in self.specs if s.transposed]
+        return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
     def tensors(self, W: np.ndarray) -> dict[str, np.ndarray]:
         return {s.name: self.get(W, s.name) for s in self.specs}
 

@@ -145,6 +145,51 @@ def matvec_t(M, g, n_in, n_out, x):
 
 
 @jit
+def matvec_t_twin(MT, g, n_in, n_out, x, acc):
+    """matvec_t read from the matrix's output-major twin (MT[o * n_in + i] = M[i * n_out +
+    o]): the same float64 sums in the same order over o, so the same bits, but the loop over
+    the inputs is contiguous and vectorises (~4x faster at 64-512 wide). acc: float64[n_in]."""
+    for i in range(n_in):
+        acc[i] = 0.0
+    for o in range(n_out):
+        go = g[o]
+        row = MT[o * n_in:(o + 1) * n_in]
+        for i in range(n_in):
+            acc[i] += row[i] * go
+    for i in range(n_in):
+        x[i] = acc[i]
+
+
+@jit
+def input_gradient(M, MT, g, n_in, n_out, x, acc):
+    """x = M g (the input gradient of y = x · M): from the twin MT where the caller keeps one
+    (MT not empty), else from M itself. Both give the same bits."""
+    if MT.shape[0] > 0:
+        matvec_t_twin(MT, g, n_in, n_out, x, acc)
+    else:
+        matvec_t(M, g, n_in, n_out, x)
+
+
+@jit
+def refresh_twins(W, WT, table):
+    """WT[off:off + n] = the output-major twin of each input-major matrix of W listed in
+    table (rows: offset, n_in, n_out), after W changed. The loop order keeps the long
+    stride on the cheaper side (measured: 512x64 22 us, 64x512 20 us)."""
+    for r in range(table.shape[0]):
+        off, n_in, n_out = table[r, 0], table[r, 1], table[r, 2]
+        M = W[off:off + n_in * n_out]
+        MT = WT[off:off + n_in * n_out]
+        if n_in >= n_out:
+            for o in range(n_out):
+                for i in range(n_in):
+                    MT[o * n_in + i] = M[i * n_out + o]
+        else:
+            for i in range(n_in):
+                for o in range(n_out):
+                    MT[o * n_in + i] = M[i * n_out + o]
+
+
+@jit
 def outer_acc(GM, x, g, n_in, n_out):
     """GM += x g^T: the weight gradient of y = x · M (input-major), accumulated."""
     for i in range(n_in):
