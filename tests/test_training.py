@@ -179,3 +179,24 @@ def test_the_compile_helper_types_the_backward_step_as_the_block_kernels_do(arch
     assert api.decompress(api.compress(TEXT, r)) == TEXT
     compiled = helper_compiles("compile_backward", r)
     assert not [c for c in compiled if c.endswith("backward_step")], compiled
+
+
+@pytest.mark.parametrize("arch", ["rwkv7", "gdn"])
+def test_tbptt_keeps_output_major_twins_of_the_matrices_in_step(arch):
+    """TBPTT's backward reads its input gradients from twins of W's matrices: they must be
+    W's matrices transposed after every optimizer step and after W is written from outside
+    (weights_changed); modes that step every byte keep none."""
+    p = Predictor(recipe(arch=arch, bptt=4, ckpt=4))
+    layout = p.model.layout
+
+    def twins_match() -> bool:
+        return all(np.array_equal(p.WT[s.offset:s.offset + s.size], layout.get(p.W, s.name).ravel())
+                   for s in layout.specs if s.transposed and len(s.shape) == 2)
+
+    assert twins_match()
+    p.encode_frame(TEXT)  # many segments: the weights changed
+    assert twins_match()
+    p.W[:] = np.random.default_rng(0).standard_normal(p.W.size).astype(np.float32)
+    p.weights_changed()
+    assert twins_match()
+    assert Predictor(recipe(arch=arch, bptt=1)).WT.size == 0

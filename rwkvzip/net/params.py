@@ -67,7 +67,8 @@ class Layout:
     def twin_table(self) -> np.ndarray:
         """Rows (offset, n_in, n_out) of every input-major matrix: what a backward pass reads
         from output-major twins (linalg.refresh_twins, input_gradient)."""
-        rows = [(s.offset, s.shape[1], s.shape[0]) for s in self.specs if s.transposed]
+        rows = [(s.offset, s.shape[1], s.shape[0]) for s in self.specs
+                if s.transposed and len(s.shape) == 2]
         return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
     def tensors(self, W: np.ndarray) -> dict[str, np.ndarray]:
