@@ -54,15 +54,14 @@ SSE2_BITS = 10  # the order-2 APM's contexts: a(1), a(2) hashed to this many bit
 # logits); a frozen one (an input only)
 NET_OFF, NET_LEARNS, NET_FROZEN = 0, 1, 2
 # MX slots of float settings
-MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE, MX_NET_INIT, MX_TEXT = range(8)
-N_MX_HEAD = 8
+(MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE, MX_NET_INIT, MX_TEXT,
+ MX_CTX_INIT, MX_TEXT_INIT) = range(10)
+N_MX_HEAD = 10
 
 APM_CELLS = 33  # interpolation points over stretch(p) in [-8, 8]
 MAX_LOGIT = 30.0
 NET_CLAMP = 16.0
 P_MIN = 1.0 / 65536.0
-W_INIT_CTX = 0.15  # initial weight of each context model's two inputs
-W_INIT_TEXT = 0.05  # ... of a text kind's (20 ... 23): lower, they know little in a small file
 W_INIT_MATCH = (0.3, 0.6)  # ... of the match model, in short and long matches
 W_INIT_IMAGE = 0.3  # ... of the image model
 W_INIT_EXPECT = 0.3  # ... of the spreadsheet model's expected byte
@@ -120,7 +119,7 @@ def init_tables(S, MX):
     for i in range(3 * (K + 1) * ALPHABET):
         for c in range(2 * K):
             text = cx.is_text_kind(S[cx.S_ORDERS + c % K])
-            w[i * nin + c] = W_INIT_TEXT if text else W_INIT_CTX
+            w[i * nin + c] = MX[MX_TEXT_INIT] if text else MX[MX_CTX_INIT]
         w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * ALPHABET else W_INIT_MATCH[0]
         w[i * nin + 2 * K + 1] = 0.0  # bias
         if S[S_NET] != NET_OFF:

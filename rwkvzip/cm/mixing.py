@@ -12,7 +12,7 @@ from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
-                   "ways")
+                   "ways", "ctx_init", "text_init")
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,10 @@ class MixConfig:
     sheet_expect: one more input from the spreadsheet model, the byte its column's last two
     cells extrapolate to (cm/sheet.py, expect; needs a kind 16...19); sse2: a third APM
     stage by the last two bytes (hashed) and node; ways: 1, 2 or 4 slots a context may own
-    (an aligned group; a new context takes the one used least). A field at its default
-    is left out of the recipe's JSON (recipes from before it keep theirs).
+    (an aligned group; a new context takes the one used least); ctx_init, text_init: every
+    mixer's initial weight of each context model's two inputs, and of a text kind's (20 ...
+    23). A field at its default is left out of the recipe's JSON (recipes from before it
+    keep theirs).
     """
 
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
@@ -63,6 +65,8 @@ class MixConfig:
     sheet_expect: bool = False
     sse2: bool = False
     ways: int = 1
+    ctx_init: float = 0.15
+    text_init: float = 0.05
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -77,6 +81,8 @@ class MixConfig:
             raise ValueError("table_bits must be in 10..24")
         if not 0.0 <= self.net_init <= 4.0:
             raise ValueError("net_init must be in [0, 4]")
+        if not (0.0 <= self.ctx_init <= 1.0 and 0.0 <= self.text_init <= 1.0):
+            raise ValueError("ctx_init and text_init must be in [0, 1]")
         if self.ways not in (1, 2, 4):
             raise ValueError("ways must be 1, 2 or 4")
         if self.selectors not in (1, 2, 3):
@@ -161,6 +167,8 @@ class MixArrays:
         MX[mx.MX_APM_RATE] = cfg.apm_rate
         MX[mx.MX_MAP_RATE] = cfg.map_rate
         MX[mx.MX_NET_INIT] = cfg.net_init
+        MX[mx.MX_CTX_INIT] = cfg.ctx_init
+        MX[mx.MX_TEXT_INIT] = cfg.text_init
         MX[mx.MX_TEXT] = 1.0  # a stream starts as text: a prior is heard from the first byte
         S[mx.S_GATE] = int(cfg.net_gate)
         self.S, self.MX = S, MX
