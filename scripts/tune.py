@@ -103,7 +103,8 @@ def measure(recipe: Recipe, data: bytes, decompress: bool, prior: Prior | None =
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("files", nargs="*", type=Path,
+                    help="paths, or names under --corpus (canterbury/alice29.txt)")
     ap.add_argument("--base", default="mix-v1", help="preset card the specs start from")
     ap.add_argument("--set", default="text", choices=sorted(SETS),
                     help="corpus files to use when no FILE is given")
@@ -114,7 +115,12 @@ def main(argv: list[str] | None = None) -> None:
                     help="also decompress, check and time every file")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    files = args.files or [args.corpus / name for name in SETS[args.set]]
+    files = [f if f.exists() else args.corpus / f for f in args.files]
+    files = files or [args.corpus / name for name in SETS[args.set]]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        ap.error(f"no such file: {', '.join(missing)} (a FILE is a path or a name under "
+                 f"{args.corpus})")
     inputs = {f.name: f.read_bytes()[:args.head or None] for f in files}
     base = preset_by_name(args.base).recipe
     results = []

@@ -239,3 +239,40 @@ def test_context_inputs_initial_weight_is_a_recipe_field():
     assert len(api.compress(paragraph, v19)) < len(api.compress(paragraph, v16))
     with pytest.raises(RecipeError, match="ctx_init"):
         Recipe.from_dict({**low.to_dict(), "mix": {**low.mix.to_dict(), "ctx_init": 2.0}})
+
+
+def test_each_weight_set_learns_at_its_own_rate_with_set_decay():
+    """set_decay: a weight set's rate decays with its own updates (never below the
+    mixer-wide rate), so the rarely chosen sets of a long stream still learn fast. Old
+    recipes (no field) keep one rate for every set and no counts."""
+    recipe = mixed(selectors=3)
+    assert b"set_decay" not in recipe.to_json()
+    assert MixArrays(recipe.mix, 1).S[mixer.S_CNT] == 0
+    own = replace(recipe, mix=replace(recipe.mix, set_decay=64.0))
+    assert Recipe.from_json(own.to_json()) == own and b'"set_decay":64.0' in own.to_json()
+    arrays = MixArrays(own.mix, 1)
+    S, MX = arrays.S, arrays.MX
+    K = S[context.S_K]
+    start = float(MX[mixer.MX_LR])
+    sets1 = 3 * (K + 1) * 256
+    counts = MX[S[mixer.S_CNT]:]
+    assert counts.size == sets1 + 2 * 65536 and not counts.any()
+    # a set's first update runs at the starting rate; after 3 * 64 updates at half of it,
+    # and never below the mixer-wide rate
+    assert mixer.set_rate(MX, S[mixer.S_CNT] + 7, 0.0) == pytest.approx(start)
+    MX[S[mixer.S_CNT] + 7] = 192.0
+    assert mixer.set_rate(MX, S[mixer.S_CNT] + 7, 0.0) == pytest.approx(start / 2)
+    assert mixer.set_rate(MX, S[mixer.S_CNT] + 7, 0.9 * start) == pytest.approx(0.9 * start)
+    assert MX[S[mixer.S_CNT] + 7] == 194.0
+    # each of the three mixers counts the set it chose: mixer 1 by its set, 2 and 3 by
+    # (byte, node)
+    S[context.S_HIST] = (0x41 << 8) | 0x62
+    MX[S[mixer.S_CNT]:] = 0.0
+    lr1, lr2, lr3 = mixer.set_rates(S, MX, 0.0, 5, 0x62, 9)
+    assert lr1 == lr2 == lr3 == pytest.approx(start)
+    assert counts[5] == 1.0 and counts[sets1 + (0x62 << 8 | 9)] == 1.0
+    assert counts[sets1 + 65536 + (0x41 << 8 | 9)] == 1.0 and counts.sum() == 3.0
+    blob = api.compress(TEXT, own)
+    assert api.decompress(blob) == TEXT and blob != api.compress(TEXT, recipe)
+    with pytest.raises(RecipeError, match="set_decay"):
+        Recipe.from_dict({**own.to_dict(), "mix": {**own.mix.to_dict(), "set_decay": -1.0}})

@@ -46,8 +46,9 @@ from rwkvzip.ops.prefetch import prefetch
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
  S_ZS, S_GATE) = range(cx.S_MIXER, cx.S_MIXER + cx.N_S_MIXER)
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
-# with three selectors, the third mixer's weights, its final-mixer weight and its outputs
-S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3 = range(cx.S_MIXER2, cx.S_MIXER2 + 5)
+# with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
+# S[S_CNT]: each weight set's update count (0: none, mix field set_decay)
+S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT = range(cx.S_MIXER2, cx.S_MIXER2 + 6)
 SSE2_BITS = 10  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
 # S[S_GATE] 1: the network's input is scaled by text_gate (mix field net_gate)
 # S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
@@ -55,8 +56,8 @@ SSE2_BITS = 10  # the order-2 APM's contexts: a(1), a(2) hashed to this many bit
 NET_OFF, NET_LEARNS, NET_FROZEN = 0, 1, 2
 # MX slots of float settings
 (MX_LR, MX_LR_MIN, MX_LR_DECAY, MX_APM_RATE, MX_SEEN, MX_MAP_RATE, MX_NET_INIT, MX_TEXT,
- MX_CTX_INIT, MX_TEXT_INIT) = range(10)
-N_MX_HEAD = 10
+ MX_CTX_INIT, MX_TEXT_INIT, MX_SET_DECAY) = range(11)
+N_MX_HEAD = 11
 
 APM_CELLS = 33  # interpolation points over stretch(p) in [-8, 8]
 MAX_LOGIT = 30.0
@@ -81,11 +82,12 @@ SSE_P, SSE_A1, SSE_A2, SSE_A3 = 0.3, 0.2, 0.2, 0.3
 
 def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
            image_model: bool = False, sheet_expect: bool = False,
-           sse2: bool = False) -> tuple[dict, int]:
+           sse2: bool = False, set_counts: bool = False) -> tuple[dict, int]:
     """Offsets into MX of every float array, and its size. A second selector adds its weights
     (by previous byte and node), the final mixer's weights and each node's two mixer outputs
     at the end, so a one-selector layout is unchanged; the image model's inputs come after
-    the others, the spreadsheet model's expected byte last."""
+    the others, the spreadsheet model's expected byte last. set_counts: one update count
+    per weight set of every mixer (mix field set_decay), last."""
     # counters, their maps, match, bias, network, image templates, sheet's expected byte
     nin = (2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
            + int(sheet_expect))
@@ -100,7 +102,9 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
              ("zs", 2 * ALPHABET * two), ("img", image.weights_size() * image_model),
              ("a3", (ALPHABET << SSE2_BITS) * APM_CELLS * sse2),
              ("w3", ALPHABET * ALPHABET * nin * three), ("wf3", ALPHABET * three),
-             ("zs3", ALPHABET * three)]
+             ("zs3", ALPHABET * three),
+             ("cnt", (3 * (n_models + 1) * ALPHABET + ALPHABET * ALPHABET * (two + three))
+              * set_counts)]
     offsets, at = {"nin": nin}, N_MX_HEAD
     for name, n in sizes:
         offsets[name] = at
@@ -396,6 +400,31 @@ def predict(q, CT, S, MX, ST, floor, P):
 
 
 @jit
+def set_rate(MX, at, lr):
+    """A weight set's learning rate: the mixer's starting rate decayed by the set's own update
+    count (so a rarely chosen set still learns fast late in a stream), never below the
+    mixer-wide rate lr; counts the update."""
+    n = MX[at]
+    MX[at] = n + 1.0
+    return max(MX[MX_LR] / np.sqrt(1.0 + n / MX[MX_SET_DECAY]), lr)
+
+
+@jit
+def set_rates(S, MX, lr, set1, c1, node):
+    """The three mixers' rates at this node (set_decay): by their chosen sets' counts."""
+    at = S[S_CNT]
+    lr1 = set_rate(MX, at + set1, lr)
+    lr2 = lr3 = lr
+    at += 3 * (S[S_K] + 1) * ALPHABET
+    if S[S_SEL] > 1:
+        lr2 = set_rate(MX, at + ((c1 << 8) | node), lr)
+        at += ALPHABET * ALPHABET
+    if S[S_SEL] > 2:
+        lr3 = set_rate(MX, at + ((third_selector(S) << 8) | node), lr)
+    return lr1, lr2, lr3
+
+
+@jit
 def learn(byte, CT, S, MX, ST, gz):
     """Learn the coded byte: mixer weights, APMs, match and context counters. With the
     network mixed in, gz gets d(mixer loss)/d(network logits)."""
@@ -407,6 +436,7 @@ def learn(byte, CT, S, MX, ST, gz):
     pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     seen = MX[MX_SEEN]
     lr = max(MX[MX_LR] / np.sqrt(1.0 + seen / MX[MX_LR_DECAY]), MX[MX_LR_MIN])
+    lr1 = lr2 = lr3 = lr
     rate = MX[MX_APM_RATE]
     net = S[S_NET] == NET_LEARNS  # a frozen network (NET_FROZEN) needs no gradient
     gate = text_gate(S, MX)  # the scale predict used (updated at the end)
@@ -421,7 +451,10 @@ def learn(byte, CT, S, MX, ST, gz):
     node = 1
     for d in range(8):
         bit = (symbol >> (7 - d)) & 1
-        ws = S[S_W] + weight_set(S, node) * nin
+        set1 = weight_set(S, node)
+        ws = S[S_W] + set1 * nin
+        if S[S_CNT] != 0:
+            lr1, lr2, lr3 = set_rates(S, MX, lr, set1, c1, node)
         err = bit - pm[node]
         if image_live:
             image.learn_switch(S, MX, X, image_column(S), node, d, err)
@@ -445,12 +478,12 @@ def learn(byte, CT, S, MX, ST, gz):
                 MX[S[S_WF3] + node] += lr * err * z3
                 err3 = bit - sigmoid64(z3)
                 for c in range(nin):
-                    MX[ws3 + c] += lr * err3 * X[node, c]
+                    MX[ws3 + c] += lr3 * err3 * X[node, c]
             MX[wf] += lr * err * z1
             MX[wf + 1] += lr * err * z2
             err2 = bit - sigmoid64(z2)
             for c in range(nin):
-                MX[ws2 + c] += lr * err2 * X[node, c]
+                MX[ws2 + c] += lr2 * err2 * X[node, c]
         else:
             dnet = MX[ws + 2 * K + 2] if net else 0.0
         if net and abs(X[node, 2 * K + 2]) < NET_CLAMP * gate:  # a clamped one passes nothing
@@ -465,7 +498,7 @@ def learn(byte, CT, S, MX, ST, gz):
         if two:
             err = bit - sigmoid64(MX[S[S_ZS] + 2 * node])  # the first mixer learns alone too
         for c in range(nin):
-            MX[ws + c] += lr * err * X[node, c]
+            MX[ws + c] += lr1 * err * X[node, c]
         j, f = apm_point(dot[node])
         r1, r2 = apm_rows(S, node)
         for r in (r1, r2):

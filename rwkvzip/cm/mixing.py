@@ -12,7 +12,7 @@ from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
-                   "ways", "ctx_init", "text_init")
+                   "ways", "ctx_init", "text_init", "set_decay")
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,10 @@ class MixConfig:
     stage by the last two bytes (hashed) and node; ways: 1, 2 or 4 slots a context may own
     (an aligned group; a new context takes the one used least); ctx_init, text_init: every
     mixer's initial weight of each context model's two inputs, and of a text kind's (20 ...
-    23). A field at its default is left out of the recipe's JSON (recipes from before it
-    keep theirs).
+    23); set_decay: 0, every weight set learns at the mixer-wide rate (lr decayed by the bytes
+    seen), or each set learns at lr / sqrt(1 + n / set_decay), n its own updates so far, but
+    never slower than the mixer-wide rate (rarely chosen sets keep learning fast). A field
+    at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
@@ -67,6 +69,7 @@ class MixConfig:
     ways: int = 1
     ctx_init: float = 0.15
     text_init: float = 0.05
+    set_decay: float = 0.0
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -83,6 +86,8 @@ class MixConfig:
             raise ValueError("net_init must be in [0, 4]")
         if not (0.0 <= self.ctx_init <= 1.0 and 0.0 <= self.text_init <= 1.0):
             raise ValueError("ctx_init and text_init must be in [0, 1]")
+        if not 0.0 <= self.set_decay <= 65536.0:
+            raise ValueError("set_decay must be in [0, 65536]")
         if self.ways not in (1, 2, 4):
             raise ValueError("ways must be 1, 2 or 4")
         if self.selectors not in (1, 2, 3):
@@ -104,7 +109,7 @@ class MixConfig:
     def layout(self, bptt: int) -> tuple[dict, int]:
         """The mixer's float array layout (mixer.layout) for these settings."""
         return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image,
-                         self.sheet_expect, self.sse2)
+                         self.sheet_expect, self.sse2, self.set_decay > 0.0)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -160,6 +165,7 @@ class MixArrays:
             S[slot] = offsets[name]
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
+        S[mx.S_CNT] = offsets["cnt"] if cfg.set_decay > 0.0 else 0
         MX = np.zeros(size, dtype=np.float32)
         MX[mx.MX_LR] = cfg.lr
         MX[mx.MX_LR_MIN] = cfg.lr_min
@@ -169,6 +175,7 @@ class MixArrays:
         MX[mx.MX_NET_INIT] = cfg.net_init
         MX[mx.MX_CTX_INIT] = cfg.ctx_init
         MX[mx.MX_TEXT_INIT] = cfg.text_init
+        MX[mx.MX_SET_DECAY] = cfg.set_decay
         MX[mx.MX_TEXT] = 1.0  # a stream starts as text: a prior is heard from the first byte
         S[mx.S_GATE] = int(cfg.net_gate)
         self.S, self.MX = S, MX
