@@ -75,8 +75,16 @@ def _given_prior(prior: PriorSource | None) -> Prior | None:
 def new_predictor(recipe: Recipe, given: Prior | None = None) -> Predictor:
     """The recipe's predictor, its network starting from the recipe's prior if it names one
     (the one given, or a shipped one; PriorError if it is missing or different)."""
-    prior = priors.resolve(recipe, given)
-    return Predictor(recipe, None if prior is None else prior.W)
+    return start_predictor(recipe, priors.resolve(recipe, given))
+
+
+def start_predictor(recipe: Recipe, prior: Prior | None) -> Predictor:
+    """The predictor at a stream's start: the prior's weights, then its dictionary learnt
+    (exactly as if coded), so encoder and decoder both begin after it."""
+    predictor = Predictor(recipe, None if prior is None else prior.W)
+    if prior is not None and prior.dictionary:
+        predictor.learn_frame(prior.dictionary)
+    return predictor
 
 
 class Compressor:
@@ -277,8 +285,7 @@ class Decompressor:
     def _decode_frame(self, payload: bytes) -> None:
         head = self._head
         if self._predictor is None:
-            self._predictor = Predictor(self.recipe,
-                                        None if self._start is None else self._start.W)
+            self._predictor = start_predictor(self.recipe, self._start)
         frame = container.Frame(head.index, head.raw_len, head.crc, payload, head.stored)
         if frame.stored:
             raw = frame.payload

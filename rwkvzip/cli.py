@@ -116,6 +116,19 @@ def _block_size(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(str(exc)) from None
 
 
+def _dictionary_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    from rwkvzip.coding import blocks
+    from rwkvzip.priors import MAX_DICTIONARY
+
+    try:
+        size = blocks.parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if size > MAX_DICTIONARY:
+        raise click.BadParameter(f"at most {MAX_DICTIONARY // 1024}K")
+    return size
+
+
 THREADS = click.option("-T", "--threads", type=click.IntRange(min=0), default=1,
                        show_default=True, metavar="N",
                        help="Code independent blocks on N cores (0: one per core); the "
@@ -222,10 +235,15 @@ def info(files, **options) -> int:
               help="Seconds of training at most.")
 @click.option("--epochs", type=int, default=20, show_default=True,
               help="Passes over the samples at most.")
+@click.option("--dict-size", "dictionary_size", metavar="SIZE", default="32K",
+              show_default=True, callback=_dictionary_size,
+              help="Bytes of the samples kept in the prior as a dictionary that every file "
+                   "learns first (helps small files most; costs start-up time; 0: none).")
 @FORCE
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no report.")
 @LEVEL
-def train(samples, output, from_scratch, seconds, epochs, force, quiet) -> int:
+def train(samples, output, from_scratch, seconds, epochs, dictionary_size, force,
+          quiet) -> int:
     """Train a prior on SAMPLE files or directories of the kind you compress (like
     'zstd --train'), starting from the level's shipped prior; then compress and decompress
     with 'rwkvzip -D FILE'. About a tenth of the samples is held out to measure it."""
@@ -233,7 +251,8 @@ def train(samples, output, from_scratch, seconds, epochs, force, quiet) -> int:
 
     level = click.get_current_context().meta.get("level")
     return commands.train(list(samples), output, level=level, from_scratch=from_scratch,
-                          seconds=seconds, epochs=epochs, force=force, quiet=quiet)
+                          seconds=seconds, epochs=epochs, dictionary_size=dictionary_size,
+                          force=force, quiet=quiet)
 
 
 @cli.command(context_settings=CONTEXT)

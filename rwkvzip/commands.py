@@ -331,7 +331,8 @@ def run(mode: str, files: list[str], options: Options) -> int:
 
 
 def train(samples: list[str], output: str, *, level: int | None, from_scratch: bool,
-          seconds: float, epochs: int, force: bool, quiet: bool) -> int:
+          seconds: float, epochs: int, dictionary_size: int, force: bool,
+          quiet: bool) -> int:
     """`rwkvzip train`: the prior is written only when complete, never over a file without
     -f; the report gives the validation bpb before and after."""
     from rwkvzip import corpus, training
@@ -347,7 +348,8 @@ def train(samples: list[str], output: str, *, level: int | None, from_scratch: b
         with feedback.progress_bar(int(0.9 * total) * epochs, "train",
                                    feedback.show_progress(quiet)) as bar:
             report = training.train(samples, level=level, from_scratch=from_scratch,
-                                    seconds=seconds, epochs=epochs, progress=bar)
+                                    seconds=seconds, epochs=epochs, progress=bar,
+                                    dictionary_size=dictionary_size)
     except (corpus.CorpusError, RecipeError, PriorError) as exc:
         raise UserError(str(exc)) from None
     with atomic_output(output, force) as f:
@@ -356,6 +358,6 @@ def train(samples: list[str], output: str, *, level: int | None, from_scratch: b
         print(f"{output}: prior {short(report.digest)} from {report.start}; "
               f"{report.train_bytes:,} bytes trained on, {report.val_bytes:,} held out; "
               f"validation {report.val_before:.4f} -> {report.val_after:.4f} bpb "
-              f"(best epoch {report.best_epoch} of {report.epochs:g}, {report.seconds:.0f} s)",
-              file=sys.stderr)
+              f"(best epoch {report.best_epoch} of {report.epochs:g}, {report.seconds:.0f} s); "
+              f"dictionary {report.dictionary_bytes:,} bytes", file=sys.stderr)
     return EXIT_OK

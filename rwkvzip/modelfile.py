@@ -24,13 +24,14 @@ from rwkvzip.ops import ALPHABET
 from rwkvzip.recipe import ARCHS
 
 
-def model_bytes(model, W: np.ndarray, extra: dict[str, str] | None = None) -> bytes:
-    """A safetensors file: weights in file orientation; architecture, config (and `extra`)
-    in the metadata."""
+def model_bytes(model, W: np.ndarray, extra: dict[str, str] | None = None,
+                more: dict[str, np.ndarray] | None = None) -> bytes:
+    """A safetensors file: weights in file orientation (and the tensors in `more`);
+    architecture, config (and `extra`) in the metadata."""
     metadata = {ARCH_METADATA_KEY: model.arch,
                 CONFIG_METADATA_KEY: json.dumps(model.cfg.to_dict(), sort_keys=True),
                 **(extra or {})}
-    return safetensors_bytes(model.layout.tensors(W), metadata)
+    return safetensors_bytes({**model.layout.tensors(W), **(more or {})}, metadata)
 
 
 def save_model(path: str | Path, model, W: np.ndarray) -> None:

@@ -2,7 +2,12 @@
 
 A prior is a safetensors file with the model's usual tensor names, its architecture and
 config, and rwkvzip's own metadata (format version, training-manifest digest, what it was
-trained on, a digest of the weights so damage is caught at load). Its identity is the
+trained on, a digest of the weights so damage is caught at load) and, optionally, a
+dictionary: sample bytes that every stream starting from the prior learns first, exactly as
+if it had coded them (the context models, match model, mixer and network all see them), so
+small files of the samples' kind start from a model that knows their vocabulary, as with
+`zstd -D`. A prior with a dictionary is format 2 (older rwkvzip refuses it rather than
+decode without it). Its identity is the
 SHA-256 of the file's bytes: a recipe records it (`Recipe.prior`), a compressed file's
 header with it (docs/FORMAT.md), and decoding with a missing or different prior is refused
 before any frame. Shipped priors live in rwkvzip.models (models/*.safetensors).
@@ -24,8 +29,12 @@ from rwkvzip.net.params import ModelFileError, parse_safetensors
 from rwkvzip.recipe import Recipe, RecipeError
 
 PRIOR_FORMAT = "1"
+PRIOR_FORMAT_DICT = "2"  # a prior with a dictionary
 KEY_FORMAT = "rwkvzip_prior"  # prior format version: what makes a safetensors file a prior
 KEY_WEIGHTS = "rwkvzip_weights_sha256"  # SHA-256 of the float32 weights, layout order
+KEY_DICTIONARY = "rwkvzip_dictionary_sha256"  # SHA-256 of the dictionary's bytes
+DICTIONARY_TENSOR = "rwkvzip.dictionary"  # U8[n]: the dictionary (format 2)
+MAX_DICTIONARY = 1 << 20  # bytes: every stream learns them first, so they cost start-up time
 KEY_MANIFEST = "rwkvzip_manifest_sha256"  # digest of the training manifest (corpus.py)
 KEY_TRAINING = "rwkvzip_training"  # JSON: data, epochs, time, validation bpb, version
 SUFFIX = ".safetensors"
@@ -42,6 +51,7 @@ class Prior:
     model: object  # Rwkv7Model | GdnModel
     W: np.ndarray  # float32 weights in the flat layout
     metadata: dict[str, str]
+    dictionary: bytes = b""  # learnt before the first byte of every stream (format 2)
 
     @property
     def training(self) -> dict:
@@ -69,9 +79,21 @@ def parse_prior(data: bytes, name: str) -> Prior:
     except ModelFileError as exc:
         reason = str(exc).removeprefix(f"{name}: ")
         raise PriorError(f"{name}: not an rwkvzip prior ({reason})") from None
-    if metadata.get(KEY_FORMAT) != PRIOR_FORMAT:
+    version = metadata.get(KEY_FORMAT)
+    if version not in (PRIOR_FORMAT, PRIOR_FORMAT_DICT):
         raise PriorError(f"{name}: not an rwkvzip prior (a safetensors file without "
-                         f"{KEY_FORMAT}={PRIOR_FORMAT} metadata)")
+                         f"{KEY_FORMAT}={PRIOR_FORMAT} or {PRIOR_FORMAT_DICT} metadata)")
+    dictionary = tensors.pop(DICTIONARY_TENSOR, None)
+    if (version == PRIOR_FORMAT_DICT) != (dictionary is not None):
+        raise PriorError(f"{name}: damaged prior (format {version} "
+                         f"{'needs' if dictionary is None else 'has no'} a dictionary)")
+    if dictionary is not None:
+        if dictionary.dtype != np.uint8 or dictionary.ndim != 1 or not dictionary.size:
+            raise PriorError(f"{name}: damaged prior (its dictionary is not bytes)")
+        dictionary = dictionary.tobytes()
+        if metadata.get(KEY_DICTIONARY) != hashlib.sha256(dictionary).hexdigest():
+            raise PriorError(f"{name}: damaged prior (its dictionary does not match its "
+                             "digest)")
     try:
         model, W = model_from_tensors(tensors, metadata, name)
     except ModelFileError as exc:
@@ -79,7 +101,8 @@ def parse_prior(data: bytes, name: str) -> Prior:
     if metadata.get(KEY_WEIGHTS) != weights_digest(W):
         raise PriorError(f"{name}: damaged prior (its weights do not match their digest)")
     W.flags.writeable = False
-    return Prior(hashlib.sha256(data).hexdigest(), name, model, W, metadata)
+    return Prior(hashlib.sha256(data).hexdigest(), name, model, W, metadata,
+                 dictionary or b"")
 
 
 def load_prior(source: str | Path | bytes | Prior) -> Prior:
@@ -95,23 +118,30 @@ def load_prior(source: str | Path | bytes | Prior) -> Prior:
     return parse_prior(data, str(source))
 
 
-def prior_bytes(model, W: np.ndarray, manifest_digest: str, training: dict) -> bytes:
-    """The bytes of a prior file (its SHA-256 is its identity)."""
+def prior_bytes(model, W: np.ndarray, manifest_digest: str, training: dict,
+                dictionary: bytes = b"") -> bytes:
+    """The bytes of a prior file (its SHA-256 is its identity); with a dictionary, format 2."""
     W = np.ascontiguousarray(W, dtype=np.float32)
     if not np.all(np.isfinite(W)):
         raise PriorError("refusing to save non-finite weights")
+    if len(dictionary) > MAX_DICTIONARY:
+        raise PriorError(f"a dictionary holds at most {MAX_DICTIONARY} bytes")
     from rwkvzip import __version__
 
-    extra = {KEY_FORMAT: PRIOR_FORMAT, KEY_WEIGHTS: weights_digest(W),
-             KEY_MANIFEST: manifest_digest,
+    extra = {KEY_FORMAT: PRIOR_FORMAT_DICT if dictionary else PRIOR_FORMAT,
+             KEY_WEIGHTS: weights_digest(W), KEY_MANIFEST: manifest_digest,
              KEY_TRAINING: json.dumps({**training, "rwkvzip": __version__}, sort_keys=True)}
-    return model_bytes(model, W, extra)
+    more = {}
+    if dictionary:
+        extra[KEY_DICTIONARY] = hashlib.sha256(dictionary).hexdigest()
+        more[DICTIONARY_TENSOR] = np.frombuffer(dictionary, dtype=np.uint8)
+    return model_bytes(model, W, extra, more)
 
 
 def save_prior(path: str | Path, model, W: np.ndarray, manifest_digest: str,
-               training: dict) -> str:
+               training: dict, dictionary: bytes = b"") -> str:
     """Write a prior file; returns its digest."""
-    data = prior_bytes(model, W, manifest_digest, training)
+    data = prior_bytes(model, W, manifest_digest, training, dictionary)
     Path(path).write_bytes(data)
     return hashlib.sha256(data).hexdigest()
 

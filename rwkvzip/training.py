@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rwkvzip import dictionary
 from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor
 from rwkvzip.corpus import Document
 from rwkvzip.net import optim
@@ -208,6 +209,7 @@ class TrainReport:
     epochs: float
     best_epoch: int
     seconds: float
+    dictionary_bytes: int
 
 
 def tuning_recipe(base: Recipe, from_scratch: bool) -> Recipe:
@@ -222,15 +224,17 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
           level: int | None = None,
           from_scratch: bool = False, seconds: float | None = TRAIN_SECONDS,
           epochs: int | None = TRAIN_EPOCHS, progress: Callable[[int], None] | None = None,
-          log: Log | None = None) -> TrainReport:
+          log: Log | None = None,
+          dictionary_size: int = dictionary.DEFAULT_SIZE) -> TrainReport:
     """Train a prior on sample files or directories (like `zstd --train`) and write it.
 
     Starts from the level's shipped prior (or its network's seeded init with
     from_scratch), holds out about a tenth of the samples for validation, trains for at
     most `seconds` and `epochs`, and keeps the weights of the epoch with the best
-    validation loss. Compress and decompress with the file as `prior=` / `-D FILE`. The
-    prior's bytes are in the report; with `output` they are also written there (through a
-    temporary file renamed into place)."""
+    validation loss; the prior's dictionary (at most `dictionary_size` bytes, 0: none) is
+    chosen from the training samples (dictionary.build). Compress and decompress with the
+    file as `prior=` / `-D FILE`. The prior's bytes are in the report; with `output` they
+    are also written there (through a temporary file renamed into place)."""
     from rwkvzip import corpus, priors
     from rwkvzip.recipe import DEFAULT_LEVEL, level_recipe
 
@@ -261,12 +265,14 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
     if st.doc:  # stopped inside an epoch by the time bound
         keep_best(st.epoch, W)
     man = corpus.manifest(docs, [{"name": "samples", "files": len(samples)}])
+    chosen = dictionary.build([d.data for d in docs if d.split == "train"],
+                              min(dictionary_size, priors.MAX_DICTIONARY))
     info = {"start": "seeded" if start is None else start.digest,
             "train_bytes": man["train_bytes"], "val_bytes": man["val_bytes"],
             "val_bpb_before": round(before, 5), "val_bpb": round(best["bpb"], 5),
             "epochs": round(st.epoch + st.doc / max(1, len(docs) - len(val)), 3),
-            "seconds": round(time.monotonic() - t0, 1)}
-    data = priors.prior_bytes(recipe.build_model(), best["W"], man["digest"], info)
+            "seconds": round(time.monotonic() - t0, 1), "dictionary_bytes": len(chosen)}
+    data = priors.prior_bytes(recipe.build_model(), best["W"], man["digest"], info, chosen)
     if output is not None:
         tmp = Path(f"{output}.tmp")
         tmp.write_bytes(data)
@@ -274,4 +280,4 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
     return TrainReport(data, hashlib.sha256(data).hexdigest(),
                        "seeded init" if start is None else f"prior {priors.short(start.digest)}",
                        man["train_bytes"], man["val_bytes"], before, best["bpb"],
-                       info["epochs"], best["epoch"] + 1, info["seconds"])
+                       info["epochs"], best["epoch"] + 1, info["seconds"], len(chosen))

@@ -380,7 +380,8 @@ def test_train(tmp_path):
     proc = rwkvzip("train", "--epochs", "1", "--time", "60", samples, "-o", out)
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr.decode()
-    assert "validation" in err and "from prior sha256:" in err and priors.load_prior(out)
+    assert "validation" in err and "from prior sha256:" in err and "dictionary" in err
+    assert priors.load_prior(out).dictionary  # the samples share their text
     src = tmp_path / "more.txt"
     src.write_bytes(PRIOR_TEXT[::-1] + PRIOR_TEXT)
     assert rwkvzip("-D", out, src).returncode == 0
@@ -389,6 +390,10 @@ def test_train(tmp_path):
     assert_clean_error(rwkvzip("train", "-7", samples, "-o", out), "already exists")
     assert_clean_error(rwkvzip("train", tmp_path / "nope", "-o", tmp_path / "x"),
                        "no such file or directory")
+    assert_clean_error(rwkvzip("train", "--dict-size", "lots", samples, "-o", tmp_path / "x"),
+                       "not a size")
+    assert_clean_error(rwkvzip("train", "--dict-size", "2M", samples, "-o", tmp_path / "x"),
+                       "at most 1024K")
 
 
 def test_threads(tmp_path):

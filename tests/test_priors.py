@@ -164,6 +164,47 @@ def test_train_api_improves_on_held_out_samples(tmp_path):
     p = priors.load_prior(out)
     assert p.digest == report.digest and p.model.cfg == level_recipe(7).model
     assert p.training["val_bpb"] == pytest.approx(report.val_after, abs=1e-4)
+    # the training samples are small: the dictionary keeps them all (the held-out ones not)
+    assert 0 < len(p.dictionary) == report.dictionary_bytes < report.train_bytes + 1
+    assert p.metadata[priors.KEY_FORMAT] == priors.PRIOR_FORMAT_DICT
+
+
+def dictionary_prior(path, dictionary, seed=1):
+    model = GdnModel(SMALL)
+    return priors.save_prior(path, model, model.init_params(seed), "ab" * 32, {}, dictionary)
+
+
+def test_a_dictionary_primes_every_stream_and_is_part_of_the_identity(tmp_path):
+    """A format-2 prior's dictionary is learnt before every stream (and every block): a
+    short file of the same kind codes smaller, decodes only with that prior, and a damaged
+    dictionary is refused at load."""
+    plain, primed = tmp_path / "plain.safetensors", tmp_path / "primed.safetensors"
+    make_prior(plain)
+    boiler = b'{"event":"request","path":"/api/v1/orders","status":200,"latency_ms":'
+    dict_prior = dictionary_prior(primed, b"".join(boiler + b"%d}\n" % i for i in range(60)))
+    assert dict_prior != priors.load_prior(plain).digest
+    p = priors.load_prior(primed)
+    assert p.metadata[priors.KEY_FORMAT] == priors.PRIOR_FORMAT_DICT
+    assert p.dictionary.startswith(boiler)
+    assert np.array_equal(p.W, priors.load_prior(plain).W)  # the same weights
+    data = b"".join(boiler + b"%d}\n" % (7 * i) for i in range(6))
+    recipe = small_recipe(lr=0.0005, bptt=8, ckpt=8)
+    with_dict = rwkvzip.compress(data, recipe=recipe, prior=primed)
+    assert len(with_dict) < len(rwkvzip.compress(data, recipe=recipe, prior=plain)) - 40
+    assert rwkvzip.decompress(with_dict, prior=primed) == data
+    with pytest.raises(priors.PriorError, match=f"sha256:{p.digest}"):
+        rwkvzip.decompress(with_dict, prior=plain)
+    blocks = rwkvzip.compress(data * 150, recipe=recipe, prior=primed, block_size=65536)
+    assert rwkvzip.decompress(blocks, prior=primed) == data * 150
+    # the safetensors library reads it; a flipped dictionary byte is damage
+    from safetensors.numpy import load
+
+    assert load(primed.read_bytes())[priors.DICTIONARY_TENSOR].tobytes() == p.dictionary
+    raw = bytearray(primed.read_bytes())
+    at = raw.index(boiler[:20], 8 + 64)
+    raw[at] ^= 0x20
+    with pytest.raises(priors.PriorError, match="dictionary does not match"):
+        priors.load_prior(bytes(raw))
 
 
 def test_train_refuses_levels_without_network_and_empty_samples(tmp_path):

@@ -76,14 +76,16 @@ class Layout:
 
 
 def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str]) -> bytes:
-    """A safetensors file (float32 tensors), byte-for-byte the same for the same content:
-    tensors and metadata in sorted order. (The safetensors library writes metadata in hash
-    order, so the same prior would get a different digest each time it is saved.)"""
-    arrays = {k: np.ascontiguousarray(tensors[k], dtype="<f4") for k in sorted(tensors)}
+    """A safetensors file (float32 tensors, and uint8 ones as U8), byte-for-byte the same
+    for the same content: tensors and metadata in sorted order. (The safetensors library
+    writes metadata in hash order, so the same prior would get a different digest each time
+    it is saved.)"""
+    arrays = {k: np.ascontiguousarray(tensors[k], dtype=np.uint8 if tensors[k].dtype == np.uint8
+                                      else "<f4") for k in sorted(tensors)}
     header: dict = {"__metadata__": dict(metadata)} if metadata else {}
     offset = 0
     for name, a in arrays.items():
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
+        header[name] = {"dtype": "U8" if a.dtype == np.uint8 else "F32", "shape": list(a.shape),
                         "data_offsets": [offset, offset + a.nbytes]}
         offset += a.nbytes
     raw = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
@@ -97,18 +99,20 @@ def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],
 
 
 _DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2),
-           "F64": (np.float64, 8)}
+           "F64": (np.float64, 8), "U8": (np.uint8, 1)}
 
 
 def load_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Read every tensor as float32 plus the metadata; F16/BF16/F64 convert exactly or refuse."""
+    """Read every tensor as float32 (U8 ones as uint8) plus the metadata; F16/BF16/F64
+    convert exactly or refuse."""
     return parse_safetensors(Path(path).read_bytes(), path)
 
 
 def parse_safetensors(data: bytes, path: str | Path = "<bytes>"
                       ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Tensors (as float32) and metadata of a safetensors file's bytes; `path` names it in
-    errors. Parsed here rather than through safetensors.numpy because numpy has no bfloat16.
+    """Tensors (as float32; U8 ones as uint8) and metadata of a safetensors file's bytes;
+    `path` names it in errors. Parsed here rather than through safetensors.numpy because
+    numpy has no bfloat16.
     """
     if len(data) < 8:
         raise ModelFileError(f"{path}: not a safetensors file (too short)")
@@ -139,6 +143,9 @@ def parse_safetensors(data: bytes, path: str | Path = "<bytes>"
         raw = np.frombuffer(body[start:end], dtype=np_dtype).reshape(shape)
         if dtype == "BF16":
             arr = (raw.astype(np.uint32) << 16).view(np.float32)
+        elif dtype == "U8":
+            tensors[name] = raw.copy()
+            continue
         elif dtype == "F64":
             arr = raw.astype(np.float32)
             if not np.array_equal(arr.astype(np.float64), raw):
