@@ -7,8 +7,9 @@ Two kinds are made here, neither seen by the shipped priors: JSON lines from a s
 generator (service logs), and the Python source tree of a PyPI release that is not in the
 pre-training corpus (networkx). Each kind is cut into samples (about --sample-bytes) and
 held-back files; the prior is trained on the samples with training.train (what `rwkvzip
-train` runs), then every held-back file is compressed at the level with its shipped start
-and with the new prior. Prints one table row per file and the totals; --json writes them.
+train` runs), then every held-back file is compressed at the level with its shipped start,
+with the new prior, and with the new prior's weights alone (no dictionary: what the
+dictionary is worth). Prints one table row per file and the totals; --json writes them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rwkvzip import api, training
+from rwkvzip import api, priors, training
 from rwkvzip.recipe import DEFAULT_LEVEL
 
 PYPI_KIND = "networkx==3.3"
@@ -128,20 +129,28 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{kind}: trained on {r.train_bytes:,} bytes in {took:.0f} s "
               f"({r.epochs:g} epochs, best {r.best_epoch}); validation {r.val_before:.4f} "
               f"-> {r.val_after:.4f} bpb", flush=True)
+        p = priors.load_prior(r.prior)
+        weights_only = priors.prior_bytes(p.model, p.W, p.metadata[priors.KEY_MANIFEST],
+                                          p.training)
         rows = []
         for f in held:
             data = f.read_bytes()
             base = len(api.compress(data, level=a.level))
             mine = len(api.compress(data, level=a.level, prior=r.prior))
-            rows.append({"file": f.name, "bytes": len(data), "shipped": base, "trained": mine})
+            plain = len(api.compress(data, level=a.level, prior=weights_only))
+            rows.append({"file": f.name, "bytes": len(data), "shipped": base, "trained": mine,
+                         "weights_only": plain})
             print(f"  {f.name}: {len(data):,} bytes -> {base:,} (shipped start) / {mine:,} "
-                  f"(trained prior), {mine / base:.3f}x", flush=True)
+                  f"(trained prior), {mine / base:.3f}x; {plain:,} without its dictionary",
+                  flush=True)
         tb, tm = sum(x["shipped"] for x in rows), sum(x["trained"] for x in rows)
+        tw = sum(x["weights_only"] for x in rows)
         print(f"  total: {tb:,} -> {tm:,} bytes, {tm / tb:.3f}x ({100 * (1 - tm / tb):.1f} % "
-              "smaller)", flush=True)
+              f"smaller); without the dictionary {tw:,} bytes, {tw / tb:.3f}x", flush=True)
         report.append({"kind": kind, "train_seconds": round(took, 1),
                        "val_before": r.val_before, "val_after": r.val_after,
-                       "epochs": r.epochs, "rows": rows})
+                       "epochs": r.epochs, "dictionary_bytes": r.dictionary_bytes,
+                       "rows": rows})
     if a.json:
         a.json.write_text(json.dumps(report, indent=1) + "\n")
 

@@ -63,5 +63,7 @@ def test_train_check_on_json_lines(tmp_path, capsys):
                 str(tmp_path / "r.json")])
     report = json.loads((tmp_path / "r.json").read_text())
     assert report[0]["kind"] == "jsonl" and len(report[0]["rows"]) == 3
-    assert all(r["trained"] > 0 and r["shipped"] > 0 for r in report[0]["rows"])
+    assert all(r["trained"] > 0 and r["shipped"] > 0 and r["weights_only"] > 0
+               for r in report[0]["rows"])
+    assert report[0]["dictionary_bytes"] > 0
     assert "total:" in capsys.readouterr().out
