@@ -1,7 +1,7 @@
 """`rwkvzip train` on data of one kind, measured on held-back files of the same kind.
 
     python scripts/train_check.py [--kinds jsonl,pypi] [--time 600] [--level N]
-        [--sample-bytes 1048576] [--out DIR]
+        [--sample-bytes 1048576] [--dict-size BYTES] [--out DIR]
 
 Two kinds are made here, neither seen by the shipped priors: JSON lines from a seeded
 generator (service logs), and the Python source tree of a PyPI release that is not in the
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rwkvzip import api, priors, training
+from rwkvzip import api, dictionary, priors, training
 from rwkvzip.recipe import DEFAULT_LEVEL
 
 PYPI_KIND = "networkx==3.3"
@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--level", type=int, default=DEFAULT_LEVEL)
     ap.add_argument("--sample-bytes", type=int, default=1 << 20)
     ap.add_argument("--out", type=Path, default=Path("build/train_check"))
+    ap.add_argument("--dict-size", type=int, default=dictionary.DEFAULT_SIZE,
+                    help="bytes of the prior's dictionary (rwkvzip train --dict-size)")
     ap.add_argument("--held-scale", type=float, default=1.0,
                     help="scale the held-back files (a quick check: 0.05)")
     ap.add_argument("--json", type=Path)
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         samples, held = KINDS[kind](root, a.sample_bytes, a.held_scale)
         t0 = time.monotonic()
         r = training.train(samples, root / f"{kind}.prior", level=a.level, seconds=a.time,
-                           epochs=a.epochs)
+                           epochs=a.epochs, dictionary_size=a.dict_size)
         took = time.monotonic() - t0
         print(f"{kind}: trained on {r.train_bytes:,} bytes in {took:.0f} s "
               f"({r.epochs:g} epochs, best {r.best_epoch}); validation {r.val_before:.4f} "

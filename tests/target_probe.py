@@ -36,9 +36,12 @@ PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_di
 
 
 def probe_prior() -> bytes:
-    """A prior every target makes alike: seeded weights, scaled so they are not an init."""
+    """A prior every target makes alike: seeded weights, scaled so they are not an init,
+    and a dictionary (every stream learns it first)."""
     model = GdnModel(PRIOR_CONFIG)
-    return priors.prior_bytes(model, model.init_params(21) * np.float32(1.5), "0" * 64, {})
+    dictionary = b"(defun grammar (rule) (list 'rule rule))\n" * 8
+    return priors.prior_bytes(model, model.init_params(21) * np.float32(1.5), "0" * 64, {},
+                              dictionary)
 
 
 RECIPES = {
