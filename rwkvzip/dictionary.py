@@ -15,6 +15,7 @@ import numpy as np
 SEGMENT = 1024  # bytes a dictionary is assembled from
 GRAM = 6  # bytes in the k-grams that segments are scored by
 DEFAULT_SIZE = 32 * 1024  # a dictionary's bytes: every stream learns them first (~1 s at -4)
+MAX_SCAN = 8 << 20  # bytes of segments scored at most (an even spread over larger samples)
 
 
 def gram_ids(data: bytes) -> np.ndarray:
@@ -34,8 +35,11 @@ def build(samples: list[bytes], size: int = DEFAULT_SIZE) -> bytes:
     segments = [g for g in segments if len(g) >= GRAM]
     if size <= 0 or not segments:
         return b""
-    if sum(len(g) for g in segments) <= size:
+    total = sum(len(g) for g in segments)
+    if total <= size:
         return b"".join(segments)
+    if total > MAX_SCAN:  # bounded time and memory: every k-th segment
+        segments = segments[::-(-total // MAX_SCAN)]
     # (segment, gram) pairs, each distinct gram once per segment
     ids = [np.unique(gram_ids(g)) for g in segments]
     seg = np.repeat(np.arange(len(segments)), [len(x) for x in ids])

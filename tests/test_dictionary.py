@@ -36,3 +36,10 @@ def test_the_best_segment_comes_last():
     samples = [common + f"x = {i}\n".encode() for i in range(6)] + [rare, rare[::-1]]
     d = dictionary.build(samples, 2 * dictionary.SEGMENT)
     assert d.endswith(common[-200:]) or common[:200] in d[-dictionary.SEGMENT:]
+
+
+def test_large_samples_are_scored_on_an_even_spread(monkeypatch):
+    monkeypatch.setattr(dictionary, "MAX_SCAN", 4 * dictionary.SEGMENT)
+    samples = samples_with_shared_boilerplate(n=12)  # ~37 segments: every 10th is scored
+    d = dictionary.build(samples, 2048)
+    assert 0 < len(d) <= 2048 and samples[0][:80] in d
