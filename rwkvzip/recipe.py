@@ -259,7 +259,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v22"
+DEFAULT_PRESET = "mix-v25"
 
 
 def default_recipe() -> Recipe:
@@ -272,7 +272,7 @@ def default_recipe() -> Recipe:
 # frozen (-6); and with a larger one that adapts online by TBPTT (-7 ... -9). The default
 # level is the lowest one that names the default card, so "no level" and it are the same
 # recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v22", 5: "mix-v22",
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v25", 5: "mix-v25",
           6: "mix-v23", **{level: "mix-v24" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
