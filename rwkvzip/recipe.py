@@ -273,7 +273,7 @@ def default_recipe() -> Recipe:
 # level is the lowest one that names the default card, so "no level" and it are the same
 # recipe.
 LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v25", 5: "mix-v25",
-          6: "mix-v23", **{level: "mix-v24" for level in (7, 8, 9)}}
+          6: "mix-v26", **{level: "mix-v27" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 
