@@ -105,28 +105,32 @@ FEEDBACK = _options(
                  help="Report size, ratio, bits per byte and speed for each file."),
     click.option("-q", "--quiet", is_flag=True, help="No warnings and no progress bar."),
 )
+def _size(value: str, check=lambda size: size) -> int:
+    """A SIZE option's bytes ('4M', '512K'; blocks.parse_size), through `check`; a bad one is
+    click's one-line usage error."""
+    from rwkvzip.coding import blocks
+
+    try:
+        return check(blocks.parse_size(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _block_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from rwkvzip.coding import blocks
 
-    if value is None:
-        return None
-    try:
-        return blocks.block_size_for(0, blocks.parse_size(value))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+    return None if value is None else _size(value, lambda n: blocks.block_size_for(0, n))
 
 
 def _dictionary_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
-    from rwkvzip.coding import blocks
     from rwkvzip.priors import MAX_DICTIONARY
 
-    try:
-        size = blocks.parse_size(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    if size > MAX_DICTIONARY:
-        raise click.BadParameter(f"at most {MAX_DICTIONARY // 1024}K")
-    return size
+    def at_most(size: int) -> int:
+        if size > MAX_DICTIONARY:
+            raise ValueError(f"at most {MAX_DICTIONARY // 1024}K")
+        return size
+
+    return _size(value, at_most)
 
 
 THREADS = click.option("-T", "--threads", type=click.IntRange(min=0), default=1,
