@@ -4,8 +4,8 @@ writes and reads the same files as every other.
 A vector is a recipe (a preset card, or a spelled-out recipe for an architecture that has no
 card) and the SHA-256 of the golden input compressed with it; the compressed file itself is
 shipped too. A card with a model that only speaks on some kind of data (the 1-bit image
-model, the spreadsheet record model) codes an input that holds that kind too (IMAGE_INPUT,
-SHEET_INPUT; `input_for`).
+model, the spreadsheet record model, the executable model) codes an input that holds that
+kind too (IMAGE_INPUT, SHEET_INPUT, EXE_INPUT; `input_for`).
 `rwkvzip selftest` compresses the input and compares the digest (writes the same bytes),
 and decompresses the shipped file and compares it with the input (reads files made
 elsewhere). A vector is never rewritten: a changed digest is a determinism failure.
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rwkvzip import api
-from rwkvzip.cm import sheet
+from rwkvzip.cm import exe, sheet
 from rwkvzip.coding import container
 from rwkvzip.coding.container import FormatError
 from rwkvzip.recipe import (
@@ -44,6 +44,7 @@ MANIFEST = "manifest.json"
 INPUT = "input.bin"
 IMAGE_INPUT = "input-image.bin"  # the golden input and a small bitmap after it
 SHEET_INPUT = "input-sheet.bin"  # ... and a small BIFF worksheet after that
+EXE_INPUT = "input-exe.bin"  # ... and a small SPARC-like executable after that
 
 
 def golden_dir() -> Traversable:
@@ -75,6 +76,8 @@ def _vector(entry: dict) -> Vector:
 
 def input_for(recipe: Recipe) -> str:
     """Which golden input a new vector of this recipe codes."""
+    if recipe.mix is not None and exe.enabled(recipe.mix.orders):
+        return EXE_INPUT
     if recipe.mix is not None and sheet.enabled(recipe.mix.orders):
         return SHEET_INPUT
     return IMAGE_INPUT if recipe.mix is not None and recipe.mix.image else INPUT

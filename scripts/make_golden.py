@@ -72,6 +72,44 @@ def sheet(rows: int = 12) -> bytes:
     return out + record(0x000A, b"")
 
 
+def code(functions: int = 24) -> bytes:
+    """A small SPARC executable's kind of bytes: functions of big-endian instruction words
+    (save, loads, stores, adds, sethi, calls, nops; ret and restore), then a table of 16-byte
+    symbol records (ELF's layout), every field from a fixed LCG."""
+    state = 7
+
+    def draw(n: int) -> int:
+        nonlocal state
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        return (state >> 33) % n
+
+    def fmt3(op: int, rd: int, op3: int, rs1: int, simm13: int) -> int:
+        return (op << 30) | (rd << 25) | (op3 << 19) | (rs1 << 14) | (1 << 13) | (simm13 & 0x1FFF)
+
+    words = []
+    for _ in range(functions):
+        words.append(fmt3(2, 14, 0x3C, 14, -104))  # save %sp, -104, %sp
+        for _ in range(6 + draw(14)):
+            rd, rs1, what = (8, 9, 10, 16, 17)[draw(5)], (24, 25, 30, 8, 16)[draw(5)], draw(6)
+            if what == 0:
+                words.append(0x40000000 | ((draw(400) - 200) & 0x3FFFFFFF))  # call
+            elif what == 1:
+                words.append(fmt3(3, rd, 0x00, rs1, 4 * draw(16) - 20))  # ld [rs1 + x], rd
+            elif what == 2:
+                words.append(fmt3(3, rd, 0x04, 30, 4 * draw(16) - 20))  # st rd, [%fp + x]
+            elif what == 3:
+                words.append(fmt3(2, rd, 0x00, rs1, draw(9)))  # add rs1, x, rd
+            elif what == 4:
+                words.append((rd << 25) | (4 << 22) | (0x12 + draw(4)))  # sethi %hi(x), rd
+            else:
+                words.append(0x01000000)  # nop
+        words += [0x81C7E008, 0x81E80000]  # ret; restore
+    symbols = b"".join((16 * i).to_bytes(4, "big") + (0x10A00 + 64 * i).to_bytes(4, "big")
+                       + (4 * (8 + draw(40))).to_bytes(4, "big") + bytes([0x12, 0, 0, 7])
+                       for i in range(functions))
+    return b"".join(w.to_bytes(4, "big") for w in words) + symbols
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=GOLDEN)
@@ -81,6 +119,8 @@ def main() -> None:
         print(f"new golden input in {args.dir}")
     selftest.add_input(args.dir, selftest.IMAGE_INPUT, golden_input() + bitmap())
     selftest.add_input(args.dir, selftest.SHEET_INPUT, golden_input() + bitmap() + sheet())
+    selftest.add_input(args.dir, selftest.EXE_INPUT,
+                       golden_input() + bitmap() + sheet() + code())
     added = selftest.add_missing(args.dir)
     print(f"added: {', '.join(added)}" if added else "every card and architecture has a vector")
 

@@ -1,6 +1,6 @@
 """Count-based context models: order-k, word, sparse and record (2-D) contexts hashed into
-bounded tables (and the spreadsheet kinds', which sheet.py sets), and a match model for
-long repeats. Every number here is an integer, so they are exact everywhere.
+bounded tables (and the spreadsheet and executable kinds', which sheet.py and exe.py set),
+and a match model for long repeats. Every number here is an integer, so they are exact everywhere.
 
 The next byte is seen as 8 binary decisions down a tree (heap node 2**d + prefix at depth
 d). For every order, a context owns one table slot for the high nibble (15 tree nodes) and
@@ -73,7 +73,8 @@ N_S_SHEET = 16 + 3 * SHEET_COLUMNS * SHEET_CELL_BYTES + SHEET_COLUMNS
 S_TEXT = S_SHEET + N_S_SHEET
 S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = range(S_TEXT, S_TEXT + 4)
 S_MIXER2, N_S_MIXER2 = S_TEXT + 4, 8  # more of the mixer's slots (mixer.py)
-N_S = S_MIXER2 + N_S_MIXER2
+S_EXE, N_S_EXE = S_MIXER2 + N_S_MIXER2, 4  # the executable model's slots (exe.py)
+N_S = S_EXE + N_S_EXE
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16
@@ -107,7 +108,10 @@ KIND_WORD_BIGRAM = 20  # the word context and w1
 KIND_WORD_TRIGRAM = 21  # the word context, w1 and w2
 KIND_WORD_SKIP = 22  # the word context and w2 (w1 skipped)
 KIND_LINE_ABOVE = 23  # the byte at this column of the line above, and a(1)
-MAX_KIND = 23
+# 24: 32-bit words (machine code, tables of 32-bit fields), from exe.py; absent while the data
+# does not look like them
+KIND_EXE_WORD = 24  # the next byte's place in its aligned 4-byte word and the word so far
+MAX_KIND = 24
 ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte
 MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
 MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
@@ -439,8 +443,8 @@ def next_contexts(S, HB, byte):
             h = k
             for i in range(k):
                 h = hash32(h * 0x01000193 + ((S[S_HIST] >> (8 * i)) & 0xFF) + 1)
-        elif is_sheet_kind(k):
-            continue  # sheet.next_contexts sets it
+        elif is_sheet_kind(k) or k == KIND_EXE_WORD:
+            continue  # sheet.next_contexts, exe.next_contexts set them
         else:
             h = kind_hash(S, HB, k, pos + 1, hmask)
         S[S_CTX + o] = h
@@ -512,7 +516,9 @@ def learn_expected_byte(CT, i, e, symbol):
 
 @jit
 def next_contexts_start(S):
-    """Context hashes before the first byte (an empty history; no sheet record yet)."""
+    """Context hashes before the first byte (an empty history; no sheet record yet, no
+    word)."""
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
-        S[S_CTX + o] = ABSENT if is_sheet_kind(k) else hash32(k * 0x01000193 + 0x5BD1E995)
+        absent = is_sheet_kind(k) or k == KIND_EXE_WORD
+        S[S_CTX + o] = ABSENT if absent else hash32(k * 0x01000193 + 0x5BD1E995)

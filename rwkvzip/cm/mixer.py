@@ -7,8 +7,9 @@ of X) at each node: each context model's counter (K columns), the same counters 
 adaptive maps (K), the match model, a bias and, optionally, the network. The weight vector
 is chosen by the node, the match state and how many models know their context, and learns
 online by gradient steps on the coded bits' log loss. With two selectors (S_SEL = 2) a second
-mixer's weights are chosen by the previous byte (sheet.selector: a record field while the
-spreadsheet model follows records) and the node, each mixer learns from its own
+mixer's weights are chosen by the previous byte (second_selector: a record field while the
+spreadsheet model follows records, a word's fields while the executable model is live) and
+the node, each mixer learns from its own
 error, and a final mixer (two weights per node) combines their logits; with three (S_SEL =
 3) a third mixer's weights are chosen by the byte before the previous one, and the final
 mixer has three weights per node. The network's input
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import image, sheet
+from rwkvzip.cm import exe, image, sheet
 from rwkvzip.cm.context import (
     S_EXPECT,
     S_K,
@@ -220,8 +221,20 @@ def apm_point(dot):
 
 @jit
 def apm_rows(S, node):
-    c1 = sheet.selector(S)
+    c1 = second_selector(S)
     return S[S_A1] + node * APM_CELLS, S[S_A2] + ((c1 << 8) | node) * APM_CELLS
+
+
+@jit(inline="always")
+def second_selector(S):
+    """The byte that chooses the second mixer's weight set and the second APM's row: the
+    previous byte, or while a record chain is followed, the next byte's field (sheet.py), or
+    while the data is words, the fields of the word read so far (exe.py)."""
+    if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_SEL] >= 0:
+        return S[sheet.S_SH_SEL]
+    if S[exe.S_EXE_SEL] >= 0:
+        return S[exe.S_EXE_SEL]
+    return S[cx.S_HIST] & 0xFF
 
 
 @jit(inline="always")
@@ -338,7 +351,7 @@ def predict(q, CT, S, MX, ST, floor, P):
     zf = np.empty(ALPHABET, dtype=np.float64)  # each node's mixed logit, then its sigmoid
     pf64 = np.empty(ALPHABET, dtype=np.float64)
     two = S[S_SEL] > 1
-    c1 = sheet.selector(S)
+    c1 = second_selector(S)
     z1s = np.empty(ALPHABET, dtype=np.float64)
     node_dots(MX, X, S[S_W], wset, nin, z1s)
     if two:  # a second mixer, weights by previous byte and node
@@ -446,7 +459,7 @@ def learn(byte, CT, S, MX, ST, gz):
         T = MX[S[S_SUM]:S[S_SUM] + 512]
     two = S[S_SEL] > 1
     three = S[S_SEL] > 2
-    c1 = sheet.selector(S)
+    c1 = second_selector(S)
     image_live = image.live(S)
     node = 1
     for d in range(8):
@@ -520,7 +533,7 @@ def prefetch_rows(S, MX):
     """Start loading the weight rows and APM rows that the byte-chosen mixers and APMs will
     read for the next byte (each a contiguous block of 256 rows)."""
     nin = S[S_NIN]
-    c1 = sheet.selector(S)
+    c1 = second_selector(S)
     if S[S_SEL] > 1:
         at = S[S_W2] + (c1 << 8) * nin
         for i in range(0, ALPHABET * nin, 16):

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import image, sheet
+from rwkvzip.cm import exe, image, sheet
 from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
@@ -28,7 +28,9 @@ class MixConfig:
     17 with the cell's column, 18 with that column's last cell, 19 with the column and the
     record before (docs/FORMAT.md); 20..23 text: the word with the word before it (20), the
     two before it (21), the one before those (22), and the byte at this column of the line
-    above (23); table_bits:
+    above (23); 24 the next byte's place in its 4-byte word and the word's bytes so far, live
+    on binary data, which also turns on the rest of the executable model (cm/exe.py: the
+    text kinds' slots and the second selector follow the words while it is live); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
@@ -145,6 +147,8 @@ class MixArrays:
         S[sheet.S_SH_SUCC:sheet.S_SH_SUCC + sheet.COLUMNS] = -1
         S[sheet.S_SH_X_ON] = int(cfg.sheet_expect)
         S[sheet.S_SH_X_BYTE] = -1
+        S[exe.S_EXE_ON] = int(exe.enabled(cfg.orders))
+        S[exe.S_EXE_SEL] = -1
         S[image.S_IMG_ON] = int(cfg.image)
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)

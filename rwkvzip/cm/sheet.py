@@ -21,8 +21,8 @@ ABOVE with that and the byte at offset o of that column's last cell (kept for 25
 columns mod 256, offsets 0 ... 15: the cell one row up); LEFT with the column and the byte
 at offset o of the record before. While a chain is followed, the byte that chooses the
 second mixer's weights and the second APM's row is (o, type) instead of the last byte
-(`selector`). On kennedy.xls over cm-v2 with the image model: 0.1223 bpb; FIELD, COL, ABOVE
-0.0860; the type before in the header 0.0840; LEFT 0.0824; the selector 0.0802.
+(mixer.second_selector). On kennedy.xls over cm-v2 with the image model: 0.1223 bpb; FIELD,
+COL, ABOVE 0.0860; the type before in the header 0.0840; LEFT 0.0824; the selector 0.0802.
 
 With the mix field sheet_expect the mixer also hears the expected byte (`expect`): the
 column's last two cells extrapolated, which predicts what no context does, a row number
@@ -70,16 +70,6 @@ COL_AT = 6  # a cell record's column: offsets 6, 7 (after type, length, row)
 def enabled(orders) -> bool:
     """Whether a recipe's context kinds need the parser."""
     return any(cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT for k in orders)
-
-
-@jit(inline="always")
-def selector(S):
-    """The byte that chooses the second mixer's weight set and the second APM's row: the
-    previous byte, or while a record chain is followed, the next byte's field (offset up to
-    OFFSET_CAP, the record type's low 3 bits)."""
-    if S[S_SH_ON] != 0 and S[S_SH_SEL] >= 0:
-        return S[S_SH_SEL]
-    return S[cx.S_HIST] & 0xFF
 
 
 @jit

@@ -56,7 +56,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, image, mixer, sheet
+from rwkvzip.cm import context, exe, image, mixer, sheet
 from rwkvzip.coding import coder
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.net.gdn import backward as gdn_backward
@@ -218,6 +218,7 @@ def learn_mixing(symbol, j, mixing):
     mixer.learn(symbol, CT, S, MX, ST, MX[row:row + ALPHABET])
     context.next_contexts(S, HB, symbol)
     sheet.next_contexts(S, HB)
+    exe.next_contexts(S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
     context.prefetch_slots(CT, S)

@@ -1,0 +1,67 @@
+"""The executable model (cm/exe.py): live on binary 32-bit words and nowhere else (text codes
+exactly as without it), it yields to the spreadsheet model, reads SPARC's fields, and codes
+machine code better."""
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from mixing_probe import fed, payload
+
+from rwkvzip import api
+from rwkvzip.cm import context, exe, sheet
+from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.recipe import Recipe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from make_golden import code, golden_input  # noqa: E402
+from make_golden import sheet as worksheet  # noqa: E402
+
+SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 20, 21), table_bits=11, match_bits=14,
+                  network=False, selectors=2)
+EXE = replace(SMALL, orders=SMALL.orders + (context.KIND_EXE_WORD,))
+TEXT = golden_input()[:600] + b"Words have letters; machine code has fields. " * 40
+
+
+def exe_context(S) -> int:
+    orders = list(S[context.S_ORDERS:context.S_ORDERS + S[context.S_K]])
+    return S[context.S_CTX + orders.index(context.KIND_EXE_WORD)]
+
+
+def test_live_on_machine_code_and_not_on_text():
+    S = fed(TEXT + code(), EXE).S  # 4-aligned: len(TEXT) % 4 == 0
+    assert S[exe.S_EXE_SEL] >= 0 and exe_context(S) != context.ABSENT
+    assert S[exe.S_EXE_SEL] >> exe.SEL_FIELD_BITS == S[context.S_POS] % 4
+    S = fed(code() + TEXT, EXE).S  # back to text: silent again
+    assert S[exe.S_EXE_SEL] == -1 and exe_context(S) == context.ABSENT
+
+
+def test_on_text_the_payload_is_unchanged():
+    assert payload(TEXT, EXE) == payload(TEXT, SMALL)
+
+
+def test_yields_to_the_spreadsheet_model():
+    both = replace(EXE, orders=EXE.orders + (16, 17))
+    S = fed(worksheet()[:-4], both).S  # inside the record chain: binary, but the sheet's
+    assert S[sheet.S_SH_NEXT] >= 0 and S[exe.S_EXE_SEL] == -1
+    assert exe_context(fed(code(), both).S) != context.ABSENT  # no chain: the words'
+
+
+def test_sparc_fields():
+    assert exe.fields(0x40000097) == 64  # call
+    assert exe.fields(0x11000012) == 128 + 4  # sethi
+    assert exe.fields(0x10800005) == 128 + 2  # ba (branch, op2 2)
+    assert exe.fields(0x9DE3BF98) == (2 << 6) | 0x3C  # save
+    assert exe.fields(0xD0062008) == (3 << 6) | 0x00  # ld
+    for j in range(4):
+        for hist in (0, 0x9DE3BF98, 0x0123456789ABCD):
+            assert exe.next_selector(j, hist) >> exe.SEL_FIELD_BITS == j
+    assert exe.word_before(bytes(range(8)), 255, 8) == 0x04050607
+    assert exe.word_before(bytes(range(8)), 255, 3) == 0
+
+
+def test_machine_code_is_coded_better_and_decodes():
+    data = TEXT + code()
+    assert len(payload(data, EXE)) < 0.9 * len(payload(data, SMALL))
+    blob = api.compress(data, Recipe(mix=EXE))
+    assert api.decompress(blob) == data
