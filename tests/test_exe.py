@@ -65,3 +65,14 @@ def test_machine_code_is_coded_better_and_decodes():
     assert len(payload(data, EXE)) < 0.9 * len(payload(data, SMALL))
     blob = api.compress(data, Recipe(mix=EXE))
     assert api.decompress(blob) == data
+
+
+def test_the_golden_input_of_its_cards_has_live_words():
+    """The cards' vectors (selftest.EXE_INPUT) code machine code with the model live."""
+    from make_golden import bitmap
+
+    from rwkvzip.recipe import preset_by_name
+
+    mix = replace(preset_by_name("mix-v28").recipe.mix, network=False)
+    data = golden_input() + bitmap() + worksheet() + code()
+    assert len(data) % 4 == 0 and exe_context(fed(data, mix).S) != context.ABSENT

@@ -44,7 +44,7 @@ from rwkvzip.ops.jit import jit
 S_EXE_ON, S_EXE_CONTROL, S_EXE_SEL = range(cx.S_EXE, cx.S_EXE + 3)
 CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte: CONTROL_SPAN ~ 32 bytes
 CONTROL_ONE = 1 << 16  # a control byte's weight (fixed point)
-LIVE_CONTROL = 8  # live from one control byte in 8 (the average's steady state is 32x it)
+LIVE_CONTROL = 6  # live from one control byte in 6 (the average's steady state is 32x it)
 LIVE_AT = (CONTROL_ONE << CONTROL_SHIFT) // LIVE_CONTROL
 IMAGE_ROW_MIN = 128  # a 1-bit image with rows at least this long takes precedence
 SEL_FIELD_BITS = 6  # the selector: j in its top 2 bits, the fields read so far (hashed) below
