@@ -259,7 +259,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v25"
+DEFAULT_PRESET = "mix-v28"
 
 
 def default_recipe() -> Recipe:
@@ -272,8 +272,8 @@ def default_recipe() -> Recipe:
 # frozen (-6); and with a larger one that adapts online by TBPTT (-7 ... -9). The default
 # level is the lowest one that names the default card, so "no level" and it are the same
 # recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v25", 5: "mix-v25",
-          6: "mix-v26", **{level: "mix-v27" for level in (7, 8, 9)}}
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v28", 5: "mix-v28",
+          6: "mix-v29", **{level: "mix-v30" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

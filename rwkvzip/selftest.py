@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rwkvzip import api
-from rwkvzip.cm import exe, sheet
+from rwkvzip.cm import sheet
 from rwkvzip.coding import container
 from rwkvzip.coding.container import FormatError
 from rwkvzip.recipe import (
@@ -76,7 +76,7 @@ def _vector(entry: dict) -> Vector:
 
 def input_for(recipe: Recipe) -> str:
     """Which golden input a new vector of this recipe codes."""
-    if recipe.mix is not None and exe.enabled(recipe.mix.orders):
+    if recipe.mix is not None and recipe.mix.exe:
         return EXE_INPUT
     if recipe.mix is not None and sheet.enabled(recipe.mix.orders):
         return SHEET_INPUT

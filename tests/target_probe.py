@@ -118,9 +118,9 @@ def kernel_digest() -> str:
     x = np.linspace(-40, 40, 20001)
     h = hashlib.sha256()
     h.update(api.compress(record_table(), RECIPES["record-and-sparse-kinds"]))
-    # the 1-bit image model is live only on a bitmap, the sheet model only on BIFF records:
-    # the golden input that has both
-    data = (selftest.golden_dir() / selftest.SHEET_INPUT).read_bytes()
+    # the 1-bit image model is live only on a bitmap, the sheet model only on BIFF records,
+    # the executable model only on binary words: the golden input that has all three
+    data = (selftest.golden_dir() / selftest.EXE_INPUT).read_bytes()
     h.update(api.compress(data, level_recipe(4)))
     for fn in (mathf.exp_array, mathf.tanh_array, mathf.sigmoid_array, mathf.softplus_array,
                mathf.silu_array):

@@ -1,6 +1,7 @@
 """Count-based context models: order-k, word, sparse and record (2-D) contexts hashed into
-bounded tables (and the spreadsheet and executable kinds', which sheet.py and exe.py set),
-and a match model for long repeats. Every number here is an integer, so they are exact everywhere.
+bounded tables (and the spreadsheet kinds', which sheet.py sets; exe.py replaces some on
+binary words), and a match model for long repeats. Every number here is an integer, so they
+are exact everywhere.
 
 The next byte is seen as 8 binary decisions down a tree (heap node 2**d + prefix at depth
 d). For every order, a context owns one table slot for the high nibble (15 tree nodes) and
@@ -108,10 +109,7 @@ KIND_WORD_BIGRAM = 20  # the word context and w1
 KIND_WORD_TRIGRAM = 21  # the word context, w1 and w2
 KIND_WORD_SKIP = 22  # the word context and w2 (w1 skipped)
 KIND_LINE_ABOVE = 23  # the byte at this column of the line above, and a(1)
-# 24: 32-bit words (machine code, tables of 32-bit fields), from exe.py; absent while the data
-# does not look like them
-KIND_EXE_WORD = 24  # the next byte's place in its aligned 4-byte word and the word so far
-MAX_KIND = 24
+MAX_KIND = 23
 ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte
 MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
 MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
@@ -443,8 +441,8 @@ def next_contexts(S, HB, byte):
             h = k
             for i in range(k):
                 h = hash32(h * 0x01000193 + ((S[S_HIST] >> (8 * i)) & 0xFF) + 1)
-        elif is_sheet_kind(k) or k == KIND_EXE_WORD:
-            continue  # sheet.next_contexts, exe.next_contexts set them
+        elif is_sheet_kind(k):
+            continue  # sheet.next_contexts sets it
         else:
             h = kind_hash(S, HB, k, pos + 1, hmask)
         S[S_CTX + o] = h
@@ -516,9 +514,7 @@ def learn_expected_byte(CT, i, e, symbol):
 
 @jit
 def next_contexts_start(S):
-    """Context hashes before the first byte (an empty history; no sheet record yet, no
-    word)."""
+    """Context hashes before the first byte (an empty history; no sheet record yet)."""
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
-        absent = is_sheet_kind(k) or k == KIND_EXE_WORD
-        S[S_CTX + o] = ABSENT if absent else hash32(k * 0x01000193 + 0x5BD1E995)
+        S[S_CTX + o] = ABSENT if is_sheet_kind(k) else hash32(k * 0x01000193 + 0x5BD1E995)

@@ -8,26 +8,26 @@ word before (the instruction before, the field before): contexts that count back
 number of bytes mix those up, since they do not know where a word starts. Words are taken
 to start at multiples of 4 from the stream's start, as they do in the files that hold them.
 
-The model is live while the data looks binary: more than one byte in LIVE_CONTROL of the
-recent ones (an average over about CONTROL_SPAN bytes) is a control byte (history.text_class
-0), which text, in any encoding, does not have; and no other model that knows the data's
-structure speaks for it (a spreadsheet record chain followed, sheet.py; a 1-bit image of
-long rows, image.py). While it is not live its kind's context is absent, so on text a card
-with it codes every byte exactly as the card without it. While it is live:
+The model runs in recipes with the mix field `exe`. It is live while the data looks binary:
+more than one byte in LIVE_CONTROL of the recent ones (an average over about 32 bytes) is a
+control byte (history.text_class 0), which text, in any encoding, does not have; and no
+other model that knows the data's structure speaks for it (a spreadsheet record chain
+followed, sheet.py; a 1-bit image of long rows, image.py). While it is not live it changes
+nothing, so a text codes exactly as without it. While it is live, slots whose contexts mean
+little in binary words carry word contexts instead (no slot is added, so text pays nothing):
 
-* kind KIND_EXE_WORD (context.py): the next byte's place j in its word and the word's bytes
-  so far;
-* the text kinds' slots (words and lines mean nothing in binary words) carry instead:
-  KIND_WORD_BIGRAM's j, the bytes so far and the previous word's opcode fields (`fields`);
-  KIND_WORD_TRIGRAM's the same and that word's destination register (bits 29-25); the
-  others' j, the bytes so far and the previous word's top 16 bits;
+* KIND_WORD4's (pos mod 4 and a(4)): the next byte's place j in its word and the word's
+  bytes so far;
+* the text kinds' (words and lines mean nothing here): KIND_WORD_BIGRAM's j, the bytes so far
+  and the previous word's opcode fields (`fields`); KIND_WORD_TRIGRAM's the same and that
+  word's destination register (bits 29-25); the others' j, the bytes so far and the previous
+  word's top 16 bits;
 * the second mixer's weight set and the second APM's row are chosen by j and the fields
   read so far (`next_selector`) instead of by the last byte.
 
 The opcode fields are SPARC's, the instruction set the corpus has (sum): op (bits 31-30),
 then op2 (24-22) for format 2 or op3 (24-19) for formats 3; a call (op 1) is one field. On
-sum over mix-v25 (models/README.md) the selector alone took 1.798 to 1.746 bpb, the text
-slots' contexts to 1.715, the kind to 1.702. Everything is integer.
+sum the model takes mix-v25 from 1.798 to 1.706 bpb (models/README.md). Everything is integer.
 """
 
 from __future__ import annotations
@@ -39,20 +39,15 @@ from rwkvzip.cm import image, sheet
 from rwkvzip.cm.history import hash32, text_class
 from rwkvzip.ops.jit import jit
 
-# S slots (context.py reserves the range): on (the recipe has the kind), the average of
-# control bytes (CONTROL_BITS fraction bits), and the selector for the next byte (-1: not live)
+# S slots (context.py reserves the range): on (the recipe's mix field exe), the average of
+# control bytes (fixed point), and the selector for the next byte (-1: not live)
 S_EXE_ON, S_EXE_CONTROL, S_EXE_SEL = range(cx.S_EXE, cx.S_EXE + 3)
-CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte: CONTROL_SPAN ~ 32 bytes
+CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte (~32 bytes' memory)
 CONTROL_ONE = 1 << 16  # a control byte's weight (fixed point)
 LIVE_CONTROL = 6  # live from one control byte in 6 (the average's steady state is 32x it)
 LIVE_AT = (CONTROL_ONE << CONTROL_SHIFT) // LIVE_CONTROL
 IMAGE_ROW_MIN = 128  # a 1-bit image with rows at least this long takes precedence
 SEL_FIELD_BITS = 6  # the selector: j in its top 2 bits, the fields read so far (hashed) below
-
-
-def enabled(orders) -> bool:
-    """Whether a recipe's context kinds need the model."""
-    return cx.KIND_EXE_WORD in orders
 
 
 @jit(inline="always")
@@ -111,34 +106,30 @@ def next_selector(j, hist):
 
 @jit
 def next_contexts(S, HB):
-    """After sheet.next_contexts: follow the control bytes and, while live, set the model's
-    contexts for the next byte (its kind's and the text kinds' slots) and its selector."""
+    """After sheet.next_contexts: follow the control bytes and, while live, set the word
+    contexts for the next byte (in KIND_WORD4's and the text kinds' slots) and the selector."""
     if S[S_EXE_ON] == 0:
         return
     hist = S[cx.S_HIST]
     S[S_EXE_CONTROL] += (np.int64(text_class(hist & 0xFF) == 0) * CONTROL_ONE
                          - (S[S_EXE_CONTROL] >> CONTROL_SHIFT))
-    live = is_live(S)
+    if not is_live(S):
+        S[S_EXE_SEL] = -1
+        return
     n = S[cx.S_POS]  # the next byte's position
     j = n & 3
-    S[S_EXE_SEL] = next_selector(j, hist) if live else -1
-    if live:
-        hmask = (1 << S[cx.S_HBITS]) - 1
-        part = (hist & ((1 << (8 * j)) - 1)) | (1 << (8 * j))  # the word's bytes so far
-        before = word_before(HB, hmask, n - j)
+    S[S_EXE_SEL] = next_selector(j, hist)
+    part = (hist & ((1 << (8 * j)) - 1)) | (1 << (8 * j))  # the word's bytes so far
+    before = word_before(HB, (1 << S[cx.S_HBITS]) - 1, n - j)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if k != cx.KIND_EXE_WORD and not cx.is_text_kind(k):
-            continue
-        if not live:
-            if k == cx.KIND_EXE_WORD:
-                S[cx.S_CTX + m] = cx.ABSENT
+        if k != cx.KIND_WORD4 and not cx.is_text_kind(k):
             continue
         h = mix(mix(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
         if k == cx.KIND_WORD_BIGRAM:
             h = mix(h, fields(before))
         elif k == cx.KIND_WORD_TRIGRAM:
             h = mix(h, ((before >> 25) & 31) | (fields(before) << 5))
-        elif k != cx.KIND_EXE_WORD:
+        elif k != cx.KIND_WORD4:
             h = mix(h, before >> 16)
         S[cx.S_CTX + m] = h

@@ -12,7 +12,7 @@ from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
-                   "ways", "ctx_init", "text_init", "set_decay")
+                   "ways", "ctx_init", "text_init", "set_decay", "exe")
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,7 @@ class MixConfig:
     17 with the cell's column, 18 with that column's last cell, 19 with the column and the
     record before (docs/FORMAT.md); 20..23 text: the word with the word before it (20), the
     two before it (21), the one before those (22), and the byte at this column of the line
-    above (23); 24 the next byte's place in its 4-byte word and the word's bytes so far, live
-    on binary data, which also turns on the rest of the executable model (cm/exe.py: the
-    text kinds' slots and the second selector follow the words while it is live); table_bits:
+    above (23); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
@@ -48,7 +46,10 @@ class MixConfig:
     mixer's initial weight of each context model's two inputs, and of a text kind's (20 ...
     23); set_decay: 0, every weight set learns at the mixer-wide rate (lr decayed by the bytes
     seen), or each set learns at lr / sqrt(1 + n / set_decay), n its own updates so far, but
-    never slower than the mixer-wide rate (rarely chosen sets keep learning fast). A field
+    never slower than the mixer-wide rate (rarely chosen sets keep learning fast); exe: the
+    executable model (cm/exe.py): while the data is binary, kind 11's and the text kinds'
+    slots carry contexts of aligned 32-bit words and the second selector follows a word's
+    fields (text codes exactly as without it). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -72,6 +73,7 @@ class MixConfig:
     ctx_init: float = 0.15
     text_init: float = 0.05
     set_decay: float = 0.0
+    exe: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -147,7 +149,7 @@ class MixArrays:
         S[sheet.S_SH_SUCC:sheet.S_SH_SUCC + sheet.COLUMNS] = -1
         S[sheet.S_SH_X_ON] = int(cfg.sheet_expect)
         S[sheet.S_SH_X_BYTE] = -1
-        S[exe.S_EXE_ON] = int(exe.enabled(cfg.orders))
+        S[exe.S_EXE_ON] = int(cfg.exe)
         S[exe.S_EXE_SEL] = -1
         S[image.S_IMG_ON] = int(cfg.image)
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
