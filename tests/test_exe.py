@@ -1,11 +1,13 @@
-"""The executable model (cm/exe.py): live on binary 32-bit words and nowhere else (text codes
-exactly as without it), it yields to the spreadsheet model, reads SPARC's fields, and codes
-machine code better."""
+"""The executable model (cm/exe.py): live on SPARC code and the binary words around it, found
+by its signature words or a big-endian ELF header, and nowhere else (text and other binary
+data code exactly as without it); it yields to the spreadsheet model, reads SPARC's fields,
+and codes machine code better."""
 
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 from mixing_probe import fed, payload
 
 from rwkvzip import api
@@ -37,8 +39,24 @@ def test_live_on_machine_code_and_not_on_text():
     assert S[exe.S_EXE_SEL] == -1 and contexts(S) == contexts(fed(code() + TEXT, SMALL).S)
 
 
-def test_on_text_the_payload_is_unchanged():
+def test_on_text_and_other_binary_data_the_payload_is_unchanged():
     assert payload(TEXT, EXE) == payload(TEXT, SMALL)
+    rng = np.random.default_rng(5)  # little-endian integers and x86-like bytes: no evidence
+    other = np.cumsum(rng.integers(0, 90, 900)).astype("<i4").tobytes()
+    other += bytes([0x48, 0x89, 0xE5, 0xE8, 0, 0, 0, 0, 0xC3, 0x90] * 60)
+    assert fed(other, EXE).S[exe.S_EXE_SEEN] == -1
+    assert payload(other, EXE) == payload(other, SMALL)
+
+
+def test_found_at_any_phase_and_by_an_elf_header():
+    S = fed(b"x" + code(), EXE).S  # words start at 1 mod 4
+    assert S[exe.S_EXE_PHASE] == 1
+    assert S[exe.S_EXE_SEL] >> exe.SEL_FIELD_BITS == (S[context.S_POS] - 1) % 4
+    header = b"\x7fELF\x01\x02\x01" + bytes(9) + bytes([0, 2, 0, 2]) + bytes(300)
+    S = fed(b"ab" + header, EXE).S
+    assert S[exe.S_EXE_PHASE] == 2 and S[exe.S_EXE_SEL] >= 0
+    little = header[:5] + b"\x01" + header[6:]  # a little-endian ELF: not words of ours
+    assert fed(little, EXE).S[exe.S_EXE_SEEN] == -1
 
 
 def test_yields_to_the_spreadsheet_model():

@@ -40,13 +40,19 @@ from rwkvzip.cm.history import hash32, text_class
 from rwkvzip.ops.jit import jit
 
 # S slots (context.py reserves the range): on (the recipe's mix field exe), the average of
-# control bytes (fixed point), and the selector for the next byte (-1: not live)
-S_EXE_ON, S_EXE_CONTROL, S_EXE_SEL = range(cx.S_EXE, cx.S_EXE + 3)
+# control bytes (fixed point), the selector for the next byte (-1: not live), where words
+# start (mod 4) and where the last evidence of them ended (-1: none yet), and the current run
+# of signature words: its phase, where its last one ended, how many
+(S_EXE_ON, S_EXE_CONTROL, S_EXE_SEL, S_EXE_PHASE, S_EXE_SEEN, S_EXE_RUN_PHASE, S_EXE_RUN_END,
+ S_EXE_RUN) = range(cx.S_EXE, cx.S_EXE + 8)
 CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte (~32 bytes' memory)
 CONTROL_ONE = 1 << 16  # a control byte's weight (fixed point)
 LIVE_CONTROL = 6  # live from one control byte in 6 (the average's steady state is 32x it)
 LIVE_AT = (CONTROL_ONE << CONTROL_SHIFT) // LIVE_CONTROL
 IMAGE_ROW_MIN = 128  # a 1-bit image with rows at least this long takes precedence
+SIGNATURE_GAP = 4096  # two signature words at one phase at most this far apart are evidence
+SEEN_SPAN = 65536  # the model stays live this long after the last evidence
+ELF_MAGIC = 0x7F454C46  # an ELF header's first four bytes; its sixth is 2 for big-endian
 SEL_FIELD_BITS = 6  # the selector: j in its top 2 bits, the fields read so far (hashed) below
 
 
@@ -80,7 +86,37 @@ def word_before(HB, hmask, start):
 
 
 @jit
+def is_signature(w):
+    """SPARC's ret, retl, restore and save %sp, -x, %sp: the words every function's epilogue
+    and prologue have, and no other data by chance at one phase twice in a few KB."""
+    return (w == 0x81C7E008 or w == 0x81C3E008 or w == 0x81E80000
+            or (w & 0xFFFFE000) == 0x9DE3A000)
+
+
+@jit
+def follow_evidence(S, hist, n):
+    """After byte n - 1: a big-endian ELF header's identification, or a second signature word
+    at one phase within SIGNATURE_GAP, is evidence that aligned words follow."""
+    if ((hist >> 16) & 0xFFFFFFFF) == ELF_MAGIC and (hist & 0xFF) == 2:
+        S[S_EXE_SEEN] = n
+        S[S_EXE_PHASE] = (n - 6) & 3
+    if n < 4 or not is_signature(hist & 0xFFFFFFFF):
+        return
+    if S[S_EXE_RUN] > 0 and S[S_EXE_RUN_PHASE] == n & 3 and n - S[S_EXE_RUN_END] <= SIGNATURE_GAP:
+        S[S_EXE_RUN] += 1
+    else:
+        S[S_EXE_RUN] = 1
+        S[S_EXE_RUN_PHASE] = n & 3
+    S[S_EXE_RUN_END] = n
+    if S[S_EXE_RUN] >= 2:
+        S[S_EXE_SEEN] = n
+        S[S_EXE_PHASE] = n & 3
+
+
+@jit
 def is_live(S):
+    if S[S_EXE_SEEN] < 0 or S[cx.S_POS] - S[S_EXE_SEEN] > SEEN_SPAN:
+        return False
     if S[S_EXE_CONTROL] < LIVE_AT:
         return False
     if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_NEXT] >= 0:
@@ -111,13 +147,14 @@ def next_contexts(S, HB):
     if S[S_EXE_ON] == 0:
         return
     hist = S[cx.S_HIST]
+    n = S[cx.S_POS]  # the next byte's position
     S[S_EXE_CONTROL] += (np.int64(text_class(hist & 0xFF) == 0) * CONTROL_ONE
                          - (S[S_EXE_CONTROL] >> CONTROL_SHIFT))
+    follow_evidence(S, hist, n)
     if not is_live(S):
         S[S_EXE_SEL] = -1
         return
-    n = S[cx.S_POS]  # the next byte's position
-    j = n & 3
+    j = (n - S[S_EXE_PHASE]) & 3
     S[S_EXE_SEL] = next_selector(j, hist)
     part = (hist & ((1 << (8 * j)) - 1)) | (1 << (8 * j))  # the word's bytes so far
     before = word_before(HB, (1 << S[cx.S_HBITS]) - 1, n - j)

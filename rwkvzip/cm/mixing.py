@@ -150,7 +150,7 @@ class MixArrays:
         S[sheet.S_SH_X_ON] = int(cfg.sheet_expect)
         S[sheet.S_SH_X_BYTE] = -1
         S[exe.S_EXE_ON] = int(cfg.exe)
-        S[exe.S_EXE_SEL] = -1
+        S[exe.S_EXE_SEL] = S[exe.S_EXE_SEEN] = -1
         S[image.S_IMG_ON] = int(cfg.image)
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
