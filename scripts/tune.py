@@ -83,10 +83,22 @@ def _fields(settings: dict, group: str) -> dict:
             want = type(getattr(config, name))
             if name == "orders":
                 value = tuple(int(k) for k in str(value).split("-"))
-            elif want in (float, bool):
-                value = want(value)
+            elif want is bool:
+                value = _boolean(key, value)
+            elif want is float:
+                value = float(value)
             out[name] = value
     return out
+
+
+def _boolean(key: str, value) -> bool:
+    """true/false, 1/0 (bool("false") would be True)."""
+    text = str(value).lower()
+    if text in ("1", "true"):
+        return True
+    if text in ("0", "false"):
+        return False
+    raise SystemExit(f"tune.py: {key}={value} is not a boolean (true, false, 1 or 0)")
 
 
 def measure(recipe: Recipe, data: bytes, decompress: bool, prior: Prior | None = None) -> dict:

@@ -51,6 +51,18 @@ def test_tune_compares_candidates_on_a_file(sample, tmp_path, capsys):
     assert "| `counts.table_bits=12` |" in capsys.readouterr().out
 
 
+def test_tune_reads_booleans_and_refuses_other_words():
+    tune = load_script("tune")
+    from rwkvzip.recipe import preset_by_name
+
+    base = preset_by_name("mix-v28").recipe
+    assert tune.candidate(base, "mix.image=false,mix.exe=0")[0].mix.image is False
+    assert tune.candidate(base, "mix.exe=false")[0].mix.exe is False
+    assert tune.candidate(preset_by_name("mix-v25").recipe, "mix.exe=true")[0].mix.exe is True
+    with pytest.raises(SystemExit, match="not a boolean"):
+        tune.candidate(base, "mix.image=no")
+
+
 def test_compare_mixing_writes_a_part_and_tables_it(sample, tmp_path, capsys):
     compare = load_script("compare_mixing")
     out = tmp_path / "cm.json"
