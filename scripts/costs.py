@@ -19,6 +19,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from harness import input_path
 from tune import candidate
 
 BLOCK = 4096  # bytes a kernel call advances over (as the codec's blocks)
@@ -55,7 +56,8 @@ def table(costs: np.ndarray, groups: np.ndarray, n: int, label: str) -> list[str
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("file", type=Path)
+    ap.add_argument("file", type=Path,
+                    help="a path, or a name under the corpus (canterbury/sum)")
     ap.add_argument("--base", help="preset card the spec starts from (default: the default "
                     "level's)")
     ap.add_argument("--try", dest="spec", default="-", help="tune.py's SPEC (default: the card)")
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.chunk < 0 or args.period < 0:
         raise SystemExit("--chunk and --period must be positive")
+    args.file = input_path(args.file)
     try:
         data = args.file.read_bytes()
         recipe, prior = candidate(preset_by_name(args.base).recipe, args.spec)

@@ -33,6 +33,12 @@ def find_corpus() -> Path:
 CORPUS = find_corpus()
 
 
+def input_path(path: Path, corpus: Path = CORPUS) -> Path:
+    """A FILE argument: the path itself if it exists, else that name under the corpus
+    (canterbury/alice29.txt)."""
+    return path if path.exists() else corpus / path
+
+
 def corpus_files(corpus: Path = CORPUS) -> list[Path]:
     """Every file in the corpus's folders (the files at its top are its notes)."""
     return sorted(p for p in corpus.rglob("*") if p.is_file() and p.parent != corpus)

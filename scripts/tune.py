@@ -29,7 +29,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from harness import CORPUS, roundtrip
+from harness import CORPUS, input_path, roundtrip
 
 from rwkvzip.api import compress_stream
 from rwkvzip.cm.fastcm import CountsConfig
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="also decompress, check and time every file")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    files = [f if f.exists() else args.corpus / f for f in args.files]
+    files = [input_path(f, args.corpus) for f in args.files]
     files = files or [args.corpus / name for name in SETS[args.set]]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:

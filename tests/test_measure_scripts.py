@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,3 +124,11 @@ def test_costs_sum_to_the_payload_and_table_by_phase(sample, tmp_path, capsys):
     assert "| position mod 4 |" in out and "| 1 | 1000 |" in out and "| 2 | 520 |" in out
     with pytest.raises(SystemExit, match="unknown preset"):
         costs.main(["--base", "no-such-card", str(sample)])
+    with pytest.raises(SystemExit, match="costs.py: .*no-such-file"):
+        costs.main(["--base", "fast-v1", "canterbury/no-such-file"])
+
+
+def test_a_file_argument_may_name_a_corpus_file(sample, tmp_path):
+    harness = load_script("harness")
+    assert harness.input_path(sample) == sample
+    assert harness.input_path(Path("canterbury/sum"), tmp_path) == tmp_path / "canterbury/sum"
