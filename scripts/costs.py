@@ -32,12 +32,8 @@ def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
     predictor = new_predictor(recipe, prior)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
     costs = np.empty(len(buf), dtype=np.float32)
-    rows = np.empty((min(BLOCK, max(len(buf), 1)), 256), dtype=np.float32)
     for lo in range(0, len(buf), BLOCK):
-        block = buf[lo:lo + BLOCK]
-        probs = rows[:len(block)]
-        predictor.run_block(block, probs)
-        costs[lo:lo + len(block)] = -np.log2(probs[np.arange(len(block)), block])
+        costs[lo:lo + BLOCK] = predictor.byte_bits(buf[lo:lo + BLOCK])
     return costs
 
 

@@ -37,7 +37,6 @@ from rwkvzip.net import optim
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
-from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     group_norm,
@@ -420,8 +419,8 @@ def per_byte(recipe: Recipe, data: bytes) -> dict[str, float]:
 
     predictor().encode_frame(data[:256])  # compiled before the clock
     buf = np.frombuffer(data, dtype=np.uint8).copy()
-    rows = np.empty((ENCODE_BLOCK, 256), dtype=np.float32)
     kernels = predictor()
+    rows = np.empty((ENCODE_BLOCK, kernels.row_width), dtype=np.float32)
     t = time.perf_counter()
     for lo in range(0, len(buf), ENCODE_BLOCK):
         block = buf[lo:lo + ENCODE_BLOCK]
@@ -447,11 +446,12 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
     prior = priors.resolve(recipe)
     pred = Predictor(recipe, None if prior is None else prior.W)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
-    rows = np.empty((len(buf), ALPHABET), dtype=np.float32)
+    rows = np.empty((len(buf), pred.row_width), dtype=np.float32)
     for lo in range(0, len(buf), ENCODE_BLOCK):
         pred.run_block(buf[lo:lo + ENCODE_BLOCK], rows[lo:lo + ENCODE_BLOCK])
+    symbols = pred.symbols(buf)
     enc = coder.new_encoder()
-    coder.encode_rows(buf, rows, enc)
+    coder.encode_rows(symbols, rows, enc)
     payload = coder.finish(enc)
     out = np.empty(len(buf), dtype=np.int64)
     loop_decode(rows[:1], *coder.new_decoder(payload), out[:1])  # compiled before the clock
@@ -459,7 +459,7 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
     t = time.perf_counter()
     loop_decode(rows, words, state, out)
     coding = time.perf_counter() - t
-    if not np.array_equal(out, buf):
+    if not np.array_equal(out, symbols):
         raise SystemExit("profile: the range decoder did not give the data back")
     empty, calls = np.zeros(0, dtype=np.uint8), 20_000
     t = time.perf_counter()

@@ -264,6 +264,60 @@ def node_inputs(CT, S, ST, SM, X, col):
 
 
 @jit
+def find_group_slots(CT, S, j):
+    """Path coding (mix field path_coding): the slot of nibble group j of every model's
+    context, as node_inputs finds it (-1: unknown or absent), read when the coded path
+    enters the group."""
+    for o in range(S[S_K]):
+        S[S_SLOTS + 17 * o + j] = -1 if S[S_CTX + o] == ABSENT else find_slot(CT, S, o, j)
+
+
+@jit(inline="always")
+def node_counter(node):
+    """Which of its slot's 15 counters a tree node reads (nodes 1..15: the high nibble's
+    slot; 16..255: the low nibble's slot of the high nibble on their path)."""
+    if node < 16:
+        return node
+    d = 4
+    while node >= (2 << d):
+        d += 1
+    e = d - 4
+    return (1 << e) + (node & ((1 << e) - 1))
+
+
+@jit
+def node_inputs_at(CT, S, ST, SM, X, col, node, j):
+    """node_inputs for one node, from the slots of its group j (find_group_slots)."""
+    K = S[S_K]
+    m = node_counter(node)
+    for o in range(K):
+        b = S[S_SLOTS + 17 * o + j]
+        if b >= 0:
+            X[node, col + o] = ST[counter_p12(CT, b + m)]
+            X[node, col + K + o] = SM[map_index(CT, b + m, o)]
+        else:
+            X[node, col + o] = 0.0
+            X[node, col + K + o] = 0.0
+
+
+@jit(inline="always")
+def expected_byte_input(CT, ST, e, i, node, d):
+    """expected_byte_inputs' value at one node of depth d."""
+    if e < 0 or (node ^ ((e | ALPHABET) >> (8 - d))) != 0:
+        return 0.0
+    st = ST[counter_p12(CT, i)]
+    return st if (e >> (7 - d)) & 1 else -st
+
+
+@jit
+def match_input(CT, S, ST, node, d):
+    """match_inputs' value at one node of depth d."""
+    e = S[S_EXPECT]
+    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS) if e >= 0 else 0
+    return expected_byte_input(CT, ST, e, i, node, d)
+
+
+@jit
 def update_models(CT, S, SM, symbol, map_rate):
     """Learn the coded byte in every model's counters (claiming their slots) and maps."""
     K = S[S_K]

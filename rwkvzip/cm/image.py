@@ -204,6 +204,20 @@ def image_inputs(CT, S, MX, ST, X, col):
 
 
 @jit
+def image_input_at(CT, S, MX, ST, node, d):
+    """image_inputs' value at one node of depth d (path coding)."""
+    if not live(S):
+        return 0.0
+    A = np.empty(N_TEMPLATES, dtype=np.int64)
+    idx = np.empty(N_TEMPLATES, dtype=np.int64)
+    st = np.empty(N_IN, dtype=np.float64)
+    neighbourhood(S, d, A)
+    templates(A, (S[S_IMG_LEFT] << d) | (node - (1 << d)), idx)
+    z, _, _ = mix_pixel(CT, S, MX, ST, d, idx, st)
+    return z
+
+
+@jit
 def image_learn(CT, S, MX, ST, symbol):
     """Teach the model the coded byte's eight pixels: its mixers, then its counters."""
     if not live(S):

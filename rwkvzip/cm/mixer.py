@@ -49,7 +49,9 @@ from rwkvzip.ops.prefetch import prefetch
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
 # S[S_CNT]: each weight set's update count (0: none, mix field set_decay)
-S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT = range(cx.S_MIXER2, cx.S_MIXER2 + 6)
+# S[S_PATH] 1: path coding (mix field path_coding): only the nodes on the coded byte's path
+# are mixed (prepare, then node_probability at each), not all 255
+S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT, S_PATH = range(cx.S_MIXER2, cx.S_MIXER2 + 7)
 SSE2_BITS = 10  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
 # S[S_GATE] 1: the network's input is scaled by text_gate (mix field net_gate)
 # S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
@@ -272,13 +274,20 @@ def text_likeness(byte):
 
 
 @jit
-def net_inputs(q, S, MX, X, col):
-    """X[node, col] = ln(Q1 / Q0) from the network's softmax q; subtree sums kept in MX."""
+def subtree_sums(q, S, MX):
+    """T[n] (in MX): the network's softmax mass under tree node n (T[256 + s] = q[s])."""
     T = MX[S[S_SUM]:S[S_SUM] + 512]
     for s in range(ALPHABET):
         T[ALPHABET + s] = q[s]
     for n in range(255, 0, -1):
         T[n] = T[2 * n] + T[2 * n + 1]
+    return T
+
+
+@jit
+def net_inputs(q, S, MX, X, col):
+    """X[node, col] = ln(Q1 / Q0) from the network's softmax q; subtree sums kept in MX."""
+    T = subtree_sums(q, S, MX)
     r = np.empty(512, dtype=np.float64)  # ratios at nodes 1..255 (0 is a spare), scratch
     for n in range(ALPHABET):
         r[n] = max(T[2 * n + 1], 1e-30) / max(T[2 * n], 1e-30)
@@ -410,6 +419,87 @@ def predict(q, CT, S, MX, ST, floor, P):
     keep = 1.0 - ALPHABET * floor
     for s in range(ALPHABET):
         P[s] = keep * pr[ALPHABET + s] + floor
+
+
+@jit
+def prepare(q, S, MX):
+    """Path coding: what every node of the next byte shares (the network's subtree sums,
+    the order-2 APM's row); node_probability then mixes each node of the coded path."""
+    if S[S_NET]:
+        subtree_sums(q, S, MX)
+    if S[S_A3] != 0:
+        S[S_A3_ROW] = sse2_row(S)
+
+
+@jit(inline="always")
+def net_input_at(S, MX, node):
+    """net_inputs' value at one node, from the subtree sums prepare kept."""
+    T = MX[S[S_SUM]:S[S_SUM] + 512]
+    r = max(T[2 * node + 1], 1e-30) / max(T[2 * node], 1e-30)
+    v = min(max(log64(r), -NET_CLAMP), NET_CLAMP)
+    return v if S[S_GATE] == 0 else v * text_gate(S, MX)
+
+
+@jit(inline="always")
+def row_dot(MX, X, at, node, nin):
+    """One node's sum as node_dots forms it (input order, float32 products, float64 sum)."""
+    s = 0.0
+    for c in range(nin):
+        s += MX[at + c] * X[node, c]
+    return s
+
+
+@jit
+def node_probability(CT, S, MX, ST, node, d):
+    """Path coding: the probability that node `node` (depth d) of the coded path is a 1,
+    with exactly predict's arithmetic for that node (its inputs, mixers, APMs, kept in MX
+    for learn), so a card codes with the same node probabilities either way. The nodes of a
+    byte are asked in path order, after prepare; a nibble's slots are found on entering it."""
+    nin = S[S_NIN]
+    K = S[S_K]
+    X = MX[S[S_X]:S[S_X] + ALPHABET * nin].reshape((ALPHABET, nin))
+    group = slot_group(node)
+    if d == 0 or d == 4:
+        cx.find_group_slots(CT, S, group)
+    cx.node_inputs_at(CT, S, ST, MX[S[S_SM]:], X, 0, node, group)
+    X[node, 2 * K] = cx.match_input(CT, S, ST, node, d)
+    X[node, 2 * K + 1] = 0.5
+    if S[S_NET]:
+        X[node, 2 * K + 2] = net_input_at(S, MX, node)
+    if S[image.S_IMG_ON]:
+        X[node, image_column(S)] = image.image_input_at(CT, S, MX, ST, node, d)
+    if S[sheet.S_SH_X_ON]:
+        X[node, nin - 1] = sheet.expect_input_at(CT, S, ST, node, d)
+    z = min(max(row_dot(MX, X, S[S_W] + weight_set(S, node) * nin, node, nin), -MAX_LOGIT),
+            MAX_LOGIT)
+    if S[S_SEL] > 1:
+        z2 = row_dot(MX, X, S[S_W2] + ((second_selector(S) << 8) | node) * nin, node, nin)
+        z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
+        MX[S[S_ZS] + 2 * node] = z
+        MX[S[S_ZS] + 2 * node + 1] = z2
+        z = MX[S[S_WF] + 2 * node] * z + MX[S[S_WF] + 2 * node + 1] * z2
+        if S[S_SEL] > 2:
+            z3 = row_dot(MX, X, S[S_W3] + ((third_selector(S) << 8) | node) * nin, node, nin)
+            z3 = min(max(z3, -MAX_LOGIT), MAX_LOGIT)
+            MX[S[S_ZS3] + node] = z3
+            z += MX[S[S_WF3] + node] * z3
+        z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
+    if image.live(S):
+        z = image.switch(S, MX, X, image_column(S), node, d, z)
+    MX[S[S_DOT] + node] = z
+    p = sigmoid64(z)
+    MX[S[S_PM] + node] = p
+    j, f = apm_point(z)
+    r1, r2 = apm_rows(S, node)
+    a1 = MX[r1 + j] * (1.0 - f) + MX[r1 + j + 1] * f
+    a2 = MX[r2 + j] * (1.0 - f) + MX[r2 + j + 1] * f
+    if S[S_A3] != 0:
+        r3 = S[S_A3_ROW] + node * APM_CELLS
+        a3 = MX[r3 + j] * (1.0 - f) + MX[r3 + j + 1] * f
+        pf = SSE_P * p + SSE_A1 * a1 + SSE_A2 * a2 + SSE_A3 * a3
+    else:
+        pf = 0.5 * p + 0.25 * a1 + 0.25 * a2
+    return min(max(pf, P_MIN), 1.0 - P_MIN)
 
 
 @jit

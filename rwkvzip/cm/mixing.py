@@ -12,7 +12,7 @@ from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
-                   "ways", "ctx_init", "text_init", "set_decay", "exe")
+                   "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,10 @@ class MixConfig:
     never slower than the mixer-wide rate (rarely chosen sets keep learning fast); exe: the
     executable model (cm/exe.py): while the data is binary, kind 11's and the text kinds'
     slots carry contexts of aligned 32-bit words and the second selector follows a word's
-    fields (text codes exactly as without it). A field
+    fields (text codes exactly as without it); path_coding: a byte's share of the coder's
+    range is found by splitting it at the nodes of the byte's path alone, so only those 8 of
+    the 255 nodes are mixed (the same model and node probabilities, a different stream;
+    coding/stepper.py, take_path). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -74,6 +77,7 @@ class MixConfig:
     text_init: float = 0.05
     set_decay: float = 0.0
     exe: bool = False
+    path_coding: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -172,6 +176,7 @@ class MixArrays:
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
         S[mx.S_CNT] = offsets["cnt"] if cfg.set_decay > 0.0 else 0
+        S[mx.S_PATH] = int(cfg.path_coding)
         MX = np.zeros(size, dtype=np.float32)
         MX[mx.MX_LR] = cfg.lr
         MX[mx.MX_LR_MIN] = cfg.lr_min

@@ -59,24 +59,44 @@ class Predictor:
         """Range-coded payload of one frame; the model advances over its bytes."""
         enc = coder.new_encoder()
         buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
-        probs = np.empty((min(ENCODE_BLOCK, len(buf)), ALPHABET), dtype=np.float32)
+        probs = np.empty((min(ENCODE_BLOCK, len(buf)), self.row_width), dtype=np.float32)
         for lo in range(0, len(buf), ENCODE_BLOCK):
             block = buf[lo:lo + ENCODE_BLOCK]
             rows = probs[:len(block)]
             self.run_block(block, rows)
-            coder.encode_rows(block, rows, enc)
+            coder.encode_rows(self.symbols(block), rows, enc)
             if progress:
                 progress(len(block))
         return coder.finish(enc)
+
+    # the coder's rows: a byte's distribution, or with path coding (mix field path_coding)
+    # three entries whose middle symbol is the byte's share of the range (coder.path_row)
+    row_width = ALPHABET
 
     def stand_ins(self) -> None:
         """The rows and decoder arguments of kernel calls that record or decode nothing."""
         self._no_rows = np.zeros((1, ALPHABET), dtype=np.float32)
         self._no_decoder = coder.no_decoder()
 
+    def symbols(self, block: np.ndarray) -> np.ndarray:
+        """The symbol coded for each byte of a block, in its row."""
+        if self.row_width == ALPHABET:
+            return block
+        return np.full(len(block), coder.PATH_SYMBOL, dtype=np.int32)
+
     def run_block(self, block: np.ndarray, rows: np.ndarray) -> None:
-        """Advance over the block's bytes (in numba); rows[t] gets byte t's distribution."""
+        """Advance over the block's bytes (in numba); rows[t] gets the row byte t is coded
+        with."""
         self.advance(block, rows, coder.RECORD, self._no_decoder)
+
+    def byte_bits(self, block: np.ndarray) -> np.ndarray:
+        """The code length in bits of each byte of the block, advancing over it (of a path row:
+        its share of the range, exactly as coded)."""
+        rows = np.empty((len(block), self.row_width), dtype=np.float32)
+        self.run_block(block, rows)
+        if self.row_width == ALPHABET:
+            return -np.log2(rows[np.arange(len(block)), block].astype(np.float64))
+        return coder.PRECISION - np.log2(rows[:, coder.PATH_SYMBOL].astype(np.float64) + 1.0)
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
@@ -188,6 +208,8 @@ class NetworkPredictor(Predictor):
                 raise ValueError(f"starting weights must be float32[{model.layout.size}] for "
                                  "this model")
             self.W = weights.copy()
+        if recipe.mix is not None and recipe.mix.path_coding:
+            self.row_width = coder.PATH_ROW
         self.R = scope_table(model.layout, recipe.scope)
         self.probs = np.zeros(ALPHABET, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index

@@ -104,12 +104,28 @@ def quantile_symbol(P, quantile):
 def decode_symbol(P, words, state):
     """Decode one symbol with the distribution P (float32[n]) and advance the state; -1 if
     the stream cannot have come from the encoder (its point lies outside every interval)."""
+    quantile = decode_quantile(state)
+    if quantile < 0:
+        return -1
+    symbol, left, width = quantile_symbol(P, quantile)
+    decode_interval(words, state, left, width)
+    return symbol
+
+
+@jit(inline="always")
+def decode_quantile(state):
+    """Where the stream's point lies among the 2^24 units of the next symbol (-1: beyond
+    them, so not a stream of the encoder)."""
+    scale = state[D_RANGE] >> _U64(PRECISION)
+    quantile = (state[D_POINT] - state[D_LOWER]) // scale
+    return np.int64(quantile) if quantile < _U64(TOTAL) else np.int64(-1)
+
+
+@jit
+def decode_interval(words, state, left, width):
+    """Advance the state past the decoded symbol, the units [left, left + width)."""
     lower, rng, point = state[D_LOWER], state[D_RANGE], state[D_POINT]
     scale = rng >> _U64(PRECISION)
-    quantile = (point - lower) // scale
-    if quantile >= _U64(TOTAL):
-        return -1
-    symbol, left, width = quantile_symbol(P, np.int64(quantile))
     lower = lower + scale * _U64(left)
     rng = scale * _U64(width)
     if rng < (_U64(1) << _U64(WORD_BITS)):  # shift in the next word (zeros past the end)
@@ -123,7 +139,37 @@ def decode_symbol(P, words, state):
     state[D_LOWER] = lower
     state[D_RANGE] = rng
     state[D_POINT] = point
-    return symbol
+
+
+# Path coding (mix field path_coding): a byte is one symbol whose units are found by
+# splitting the tree's units at the nodes of its path alone; the encoder hands constriction
+# a three-entry row whose middle symbol has exactly those units (path_row). Every byte keeps
+# PATH_LEAST units (2^-20 of the range, as the byte rows' floor); the other PATH_REST are
+# shared in proportion to the node probabilities (path_units).
+PATH_LEFT = 2  # the tree's units: [2, 2^24 - 2), so every entry of a path row is >= 1
+PATH_UNITS = TOTAL - 4
+PATH_LEAST = 16
+PATH_REST = PATH_UNITS - 256 * PATH_LEAST
+PATH_SYMBOL = 1  # the symbol coded: the middle one of the row
+PATH_ROW = 3
+
+
+@jit(inline="always")
+def path_units(rest, p1, d):
+    """A node of depth d whose subtree has `rest` proportional units, p1 its probability of
+    a 1: the 1-branch's proportional units (rest * p1, truncated) and the 0-branch's whole
+    width (its leaves' least units and the rest of rest), which comes first."""
+    ones = np.int64(np.float64(rest) * p1)
+    return ones, (np.int64(PATH_LEAST) << (7 - d)) + rest - ones
+
+
+@jit(inline="always")
+def path_row(left, width, row):
+    """The row whose symbol PATH_SYMBOL has units [left, left + width) under the lazy
+    quantiser: integer entries (exact in float32) summing to 2^24 - 3, so its scale is 1."""
+    row[0] = np.float32(left - 1)
+    row[1] = np.float32(width - 1)
+    row[2] = np.float32(TOTAL - 1 - left - width)
 
 
 # What a block kernel does with each byte before it models it (its `io` argument)

@@ -28,9 +28,10 @@ MAX_FRAME_HEAD = 2 * MAX_VARINT_BYTES + 4
 
 
 def max_payload(raw_len: int) -> int:
-    """Upper bound on a frame's payload: with the probability floor a byte costs at most
-    20 bits, plus the range coder's flush; anything larger is forged or corrupt."""
-    return 4 * ((raw_len * 21 + 7) // 32 + 8)
+    """Upper bound on a frame's payload: a byte costs at most 20 bits (the probability floor,
+    or path coding's least share of the range), plus the range coder's flush, with room to
+    spare; anything larger is forged or corrupt."""
+    return 4 * ((raw_len * 24 + 7) // 32 + 8)
 
 
 class FormatError(ValueError):

@@ -116,7 +116,9 @@ def publish(tr, net, mixing):
     """The coding distribution of the next byte, into P: the network's own (from the trace
     tr), or the mixer's, which reads the network's softmax from the trace."""
     I, P, F = net.I, net.P, net.F
-    if F[F_MIX] != 0.0:
+    if F[F_MIX] != 0.0 and mixing.S[mixer.S_PATH] != 0:  # the nodes follow, in take_path
+        mixer.prepare(gslice(tr, I, T_Q, I[D_V]), mixing.S, mixing.MX)
+    elif F[F_MIX] != 0.0:
         mixer.predict(gslice(tr, I, T_Q, I[D_V]), mixing.CT, mixing.S, mixing.MX, mixing.ST,
                       F[F_FLOOR], P)
     else:
@@ -284,6 +286,50 @@ def advance(symbol, arch, net, train, mixing):
 
 
 @jit(inline="always")
+def take(io, t, data, probs, net, mixing, decoder):
+    """coder.take_byte, or with path coding take_path."""
+    if net.F[F_MIX] != 0.0 and mixing.S[mixer.S_PATH] != 0:
+        return take_path(io, t, data, probs, mixing, decoder)
+    return coder.take_byte(io, t, data, probs, net.P, decoder)
+
+
+@jit(inline="always")
+def take_path(io, t, data, probs, mixing, decoder):
+    """Byte t by path coding: its units of the coder's 2^24 are those of the tree's that
+    remain after splitting at each node of its path (coder.path_units, the node's
+    probability from mixer.node_probability), most significant bit first. RECORD keeps the
+    byte's row (coder.path_row) in probs[t], DECODE walks the tree by the stream's quantile,
+    ADVANCE follows the byte's bits. False: the stream is corrupt."""
+    CT, HB, S, MX, ST = mixing
+    quantile = coder.decode_quantile(decoder[1]) if io == coder.DECODE else np.int64(0)
+    if quantile < 0:
+        return False
+    symbol = np.int64(data[t])
+    left = np.int64(coder.PATH_LEFT)
+    rest = np.int64(coder.PATH_REST)
+    node = 1
+    for d in range(8):
+        p1 = mixer.node_probability(CT, S, MX, ST, node, d)
+        ones, zeros = coder.path_units(rest, p1, d)
+        bit = int(quantile >= left + zeros) if io == coder.DECODE else (symbol >> (7 - d)) & 1
+        if bit:
+            left += zeros
+            rest = ones
+        else:
+            rest -= ones
+        node = 2 * node + bit
+    width = coder.PATH_LEAST + rest
+    if io == coder.DECODE:
+        if quantile < left or quantile >= left + width:  # outside the tree's units
+            return False
+        coder.decode_interval(decoder[0], decoder[1], left, width)
+        data[t] = node - ALPHABET
+    elif io == coder.RECORD:
+        coder.path_row(left, width, probs[t])
+    return True
+
+
+@jit(inline="always")
 def run(arch, data, probs, io, start, net, train, mixing, decoder):
     """Advance over a block of bytes, doing `io` with each (coder.take_byte: record its
     distribution in probs[t], or decode it into data[t] first); with `start`, first predict
@@ -297,7 +343,7 @@ def run(arch, data, probs, io, start, net, train, mixing, decoder):
     if start:
         begin(arch, net, train, mixing)
     for t in range(data.shape[0]):
-        if not coder.take_byte(io, t, data, probs, net.P, decoder):
+        if not take(io, t, data, probs, net, mixing, decoder):
             return t
         advance(int(data[t]), arch, net, train, mixing)
     return data.shape[0]
@@ -312,7 +358,7 @@ def run_fixed(arch, data, probs, io, start, net, mixing, decoder):
     if start:
         begin_fixed(arch, net, mixing)
     for t in range(data.shape[0]):
-        if not coder.take_byte(io, t, data, probs, net.P, decoder):
+        if not take(io, t, data, probs, net, mixing, decoder):
             return t
         symbol = int(data[t])
         if F[F_MIX] != 0.0:
