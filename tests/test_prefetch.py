@@ -30,7 +30,7 @@ def test_prefetch_compiles_for_any_dtype_and_changes_nothing():
 def test_prefetching_the_next_bytes_slots_and_rows_changes_no_state():
     arrays = fed(b"the cat sat on the mat; the cat sat on the hat. " * 8, RICH)
     before = [x.copy() for x in (arrays.CT, arrays.S, arrays.MX)]
-    context.prefetch_slots(arrays.CT, arrays.S)
+    context.prefetch_slots(arrays.CT, arrays.S, 17)
     mixer.prefetch_rows(arrays.S, arrays.MX)
     for x, y in zip(before, (arrays.CT, arrays.S, arrays.MX), strict=True):
         assert np.array_equal(x, y)

@@ -148,14 +148,16 @@ def find_slot(CT, S, o, j):
 
 
 @jit
-def prefetch_slots(CT, S):
-    """Start loading every slot group that node_inputs will read for the next byte (the
-    network's forward runs meanwhile, so the table reads mostly hit the cache)."""
+def prefetch_slots(CT, S, groups):
+    """Start loading the first `groups` slot groups that node_inputs will read for the next
+    byte (the network's forward runs meanwhile, so the table reads mostly hit the cache):
+    all 17, or with path coding the high nibble's alone (of the low nibble's 16 it reads
+    one; loading them all measured slower)."""
     ways = max(S[S_WAYS], 1)
     for o in range(S[S_K]):
         if S[S_CTX + o] == ABSENT:
             continue
-        for j in range(17):
+        for j in range(groups):
             idx, _ = slot_address(S, o, j)
             first = (idx & ~(ways - 1)) * SLOT
             for i in range(ways):

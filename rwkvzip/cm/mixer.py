@@ -621,7 +621,10 @@ def learn(byte, CT, S, MX, ST, gz):
 @jit
 def prefetch_rows(S, MX):
     """Start loading the weight rows and APM rows that the byte-chosen mixers and APMs will
-    read for the next byte (each a contiguous block of 256 rows)."""
+    read for the next byte (each a contiguous block of 256 rows); not with path coding,
+    which reads 8 of them (loading them all measured slower)."""
+    if S[S_PATH] != 0:
+        return
     nin = S[S_NIN]
     c1 = second_selector(S)
     if S[S_SEL] > 1:

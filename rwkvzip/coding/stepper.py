@@ -223,7 +223,7 @@ def learn_mixing(symbol, j, mixing):
     exe.next_contexts(S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
-    context.prefetch_slots(CT, S)
+    context.prefetch_slots(CT, S, 1 if S[mixer.S_PATH] != 0 else 17)
     mixer.prefetch_rows(S, MX)
 
 
