@@ -259,7 +259,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v28"
+DEFAULT_PRESET = "mix-v32"
 
 
 def default_recipe() -> Recipe:
@@ -268,12 +268,12 @@ def default_recipe() -> Recipe:
 
 # Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
 # Four tiers (tuned on the corpus, see models/README.md): count models alone; the context
-# models and mixers with a small shipped prior, frozen (the default); with a larger one,
-# frozen (-6); and with a larger one that adapts online by TBPTT (-7 ... -9). The default
-# level is the lowest one that names the default card, so "no level" and it are the same
-# recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v28", 5: "mix-v28",
-          6: "mix-v29", **{level: "mix-v30" for level in (7, 8, 9)}}
+# models and mixers with a small shipped prior, frozen; with a larger one, frozen (-6, the
+# default, as gzip's and xz's); and with a larger one that adapts online by TBPTT (-7 ...
+# -9); the mixing levels code by path coding. The default level is the lowest one that
+# names the default card, so "no level" and it are the same recipe.
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v31", 5: "mix-v31",
+          6: "mix-v32", **{level: "mix-v33" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

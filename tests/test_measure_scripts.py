@@ -78,8 +78,8 @@ def test_compare_training_measures_a_mode(sample, tmp_path):
     compare = load_script("compare_training")
     out = tmp_path / "tr.json"
     compare.main(["--modes", "head-only", "--hidden", "16", "--set",
-                  "key_heads=1,value_heads=1,key_dim=16,value_dim=16,mlp=32", "--json", str(out),
-                  str(sample)])
+                  "arch=gdn,key_heads=1,value_heads=1,key_dim=16,value_dim=16,mlp=32",
+                  "--json", str(out), str(sample)])
     (row,) = json.loads(out.read_text())
     assert row["mode"] == "head-only" and 0 < row["bpb"] < 8 and row["compress_kBps"] > 0
 

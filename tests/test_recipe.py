@@ -59,7 +59,9 @@ def test_overrides_change_only_what_is_given():
 def test_another_network_size_starts_from_seeded_weights_not_the_prior():
     base = default_recipe()
     assert base.prior
-    for change in ({"hidden": 64}, {"layers": 2}, {"arch": "rwkv7"}):
+    other = "gdn" if base.arch == "rwkv7" else "rwkv7"
+    for change in ({"hidden": 2 * base.model.hidden}, {"layers": base.model.layers + 1},
+                   {"arch": other}):
         assert with_overrides(base, **change).prior == ""
     kept = with_overrides(base, hidden=base.model.hidden, lr=0.0001)
     assert kept.lr == 0.0001 and kept.prior == base.prior
@@ -76,7 +78,8 @@ def test_a_setting_that_would_change_nothing_but_the_header_is_an_error():
     with pytest.raises(RecipeError, match="prior"):
         with_overrides(default, seed=3)
     assert with_overrides(default, bptt=8, lr=1e-4).bptt == 8
-    assert with_overrides(default, hidden=64, seed=3).seed == 3  # seeded now: the seed applies
+    bigger = 2 * default.model.hidden  # seeded now: the seed applies
+    assert with_overrides(default, hidden=bigger, seed=3).seed == 3
     alone = replace(default, mix=replace(default.mix, network=False), prior="")
     with pytest.raises(RecipeError, match="no network"):
         with_overrides(alone, hidden=64)
