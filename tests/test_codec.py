@@ -124,12 +124,12 @@ def test_sgd_step_lowers_the_loss_of_the_byte(tiny_recipe, bptt):
 
 def test_warm_up_compiles_what_each_kind_of_level_runs():
     """warm_up readies the kernels coding and decoding call: count models at -1, the
-    fixed-network kernel (no training code) at the default, the learning one at -7."""
+    fixed-network kernels (no training code) at -4 and the default, the learning one at -7."""
     from rwkvzip.cm import counts
     from rwkvzip.coding import codec, stepper
     from rwkvzip.recipe import level_recipe
 
-    for level, kernels in ((1, [counts.run]), (4, [stepper.run_fixed_gdn]),
-                           (7, [stepper.run_rwkv7])):
+    for level, kernels in ((1, [counts.run]), (4, [stepper.run_fixed_gdn_path]),
+                           (6, [stepper.run_fixed_rwkv7_path]), (7, [stepper.run_rwkv7_path])):
         codec.warm_up(level_recipe(level))
         assert all(k.signatures for k in kernels), level

@@ -249,7 +249,7 @@ class NetworkPredictor(Predictor):
         """The block kernel of this arch and its bundles after (data, probs, io, start):
         run_fixed when the network does not learn (it compiles without the training code),
         else run."""
-        run, run_fixed = stepper.ENTRY_POINTS[self.arch]
+        run, run_fixed = stepper.ENTRY_POINTS[self.arch, self.row_width != ALPHABET]
         if self.F[optim.F_MODE] in (stepper.MODE_NONE, stepper.MODE_FROZEN):
             return run_fixed, (self.net, self.mixing)
         return run, (self.net, self.training, self.mixing)

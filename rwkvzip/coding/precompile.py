@@ -80,8 +80,8 @@ def compile_part(recipe: Recipe) -> None:
 
 def compile_mixing(recipe: Recipe) -> None:
     """Compile (or load) the kernels the block kernels call for the context models and the
-    mixer: the prediction (mixer.predict, as stepper.publish calls it, and path coding's
-    mixer.prepare and node_probability: a block kernel reaches both) and the learning step
+    mixer: the prediction (mixer.predict, as stepper.publish calls it, or with path coding
+    mixer.prepare and node_probability) and the learning step
     (stepper.learn_mixing), in the order a block runs them, on fresh small arrays."""
     from rwkvzip.cm import mixer
     from rwkvzip.cm.mixing import MixArrays
@@ -91,9 +91,12 @@ def compile_mixing(recipe: Recipe) -> None:
     small = small_recipe(recipe)
     m = MixArrays(small.mix, small.bptt, frozen=small.lr == 0.0)
     q = np.full(ALPHABET, 1.0 / ALPHABET, dtype=np.float32)  # the network's softmax
-    mixer.predict(q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR, np.zeros(ALPHABET, dtype=np.float32))
-    mixer.prepare(q, m.S, m.MX)
-    mixer.node_probability(m.CT, m.S, m.MX, m.ST, 1, 0)
+    if small.mix.path_coding:
+        mixer.prepare(q, m.S, m.MX)
+        mixer.node_probability(m.CT, m.S, m.MX, m.ST, 1, 0)
+    else:
+        mixer.predict(q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR,
+                      np.zeros(ALPHABET, dtype=np.float32))
     symbol = np.uint8(ord("w"))  # a block's bytes are uint8 (int() keeps the type in numba)
     stepper.learn_mixing(symbol, 0, stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST))
 

@@ -2,10 +2,10 @@
 
 Encoder and decoder call exactly these kernels (`run`, or `run_fixed` when the network does
 not learn; the first call with `start` predicts the first byte), so both sides compute the
-same bits; the decoder's range decoding runs inside them too (coder.take_byte). Each has
-one entry point per architecture (ENTRY_POINTS), in which the architecture is a constant:
-numba prunes the other network's branch before typing, so a level compiles only what it
-runs.
+same bits; the decoder's range decoding runs inside them too (coder.take_byte, or with path
+coding take_path). Each has one entry point per architecture and coding (ENTRY_POINTS), in
+which both are constants: numba prunes the other branches before typing, so a level
+compiles only what it runs.
 
 Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
   MODE_HEAD   output layer only: exact step on LM head and bias after each byte
@@ -111,12 +111,14 @@ def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch,
                                    tr, gstate, I, F[F_FLOOR], scratch, twin)
 
 
-@jit
-def publish(tr, net, mixing):
+@jit(inline="always")
+def publish(tr, net, mixing, path):
     """The coding distribution of the next byte, into P: the network's own (from the trace
-    tr), or the mixer's, which reads the network's softmax from the trace."""
+    tr), or the mixer's, which reads the network's softmax from the trace; with path coding
+    (`path`, a constant of the entry point) what its nodes share (they follow, in
+    take_path)."""
     I, P, F = net.I, net.P, net.F
-    if F[F_MIX] != 0.0 and mixing.S[mixer.S_PATH] != 0:  # the nodes follow, in take_path
+    if path:
         mixer.prepare(gslice(tr, I, T_Q, I[D_V]), mixing.S, mixing.MX)
     elif F[F_MIX] != 0.0:
         mixer.predict(gslice(tr, I, T_Q, I[D_V]), mixing.CT, mixing.S, mixing.MX, mixing.ST,
@@ -160,24 +162,24 @@ def live_step(arch, token, net, train, j):
 
 
 @jit(inline="always")
-def begin(arch, net, train, mixing):
+def begin(arch, path, net, train, mixing):
     """Prediction for the first byte: the network reads byte 0 from a zero state."""
     train.toks[0] = 0
     copy(net.state, train.rs[0])
     if net.F[F_MODE] == MODE_TBPTT:
         copy(net.state, train.ckpt[0])
         k = live_step(arch, 0, net, train, 0)
-        publish(train.rt[k], net, mixing)
+        publish(train.rt[k], net, mixing, path)
     else:
-        begin_fixed(arch, net, mixing)
+        begin_fixed(arch, path, net, mixing)
 
 
 @jit(inline="always")
-def begin_fixed(arch, net, mixing):
+def begin_fixed(arch, path, net, mixing):
     """`begin` for a network that does not learn (or is absent)."""
     if net.F[F_MODE] != MODE_NONE:
         forward(arch, 0, net.W, net.state, net.tr, net.I, net.F)
-    publish(net.tr, net, mixing)
+    publish(net.tr, net, mixing, path)
 
 
 @jit(inline="always")
@@ -228,16 +230,16 @@ def learn_mixing(symbol, j, mixing):
 
 
 @jit(inline="always")
-def predict_fixed(symbol, arch, net, mixing):
+def predict_fixed(symbol, arch, path, net, mixing):
     """The next distribution from a network that does not learn (MODE_FROZEN) or is not
     run (MODE_NONE)."""
     if net.F[F_MODE] == MODE_FROZEN:
         forward(arch, symbol, net.W, net.state, net.tr, net.I, net.F)
-    publish(net.tr, net, mixing)
+    publish(net.tr, net, mixing, path)
 
 
 @jit(inline="always")
-def advance(symbol, arch, net, train, mixing):
+def advance(symbol, arch, path, net, train, mixing):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
     W, state, tr, _, I, F = net
     O, G, R, toks, ckpt, rs, rt, gstate, scratch, WT, _, acc = train
@@ -245,11 +247,11 @@ def advance(symbol, arch, net, train, mixing):
     if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
         learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, mixing)
     if mode == MODE_NONE or mode == MODE_FROZEN:  # noqa: SIM109 - numba: a float in a tuple
-        predict_fixed(symbol, arch, net, mixing)
+        predict_fixed(symbol, arch, path, net, mixing)
     elif mode == MODE_HEAD:
         learn_head(loss_symbol(symbol, tr, net, mixing, 0), W, O, tr, I, F)
         forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, net, mixing)
+        publish(tr, net, mixing, path)
     elif mode == MODE_BPTT1:
         # tr holds the forward that predicted `symbol`; rs[0] the state before it.
         for i in range(gstate.shape[0]):
@@ -261,7 +263,7 @@ def advance(symbol, arch, net, train, mixing):
         copy(state, rs[0])
         toks[0] = symbol
         forward(arch, symbol, W, state, tr, I, F)
-        publish(tr, net, mixing)
+        publish(tr, net, mixing, path)
     else:
         j = int(F[F_SEGPOS]) + 1  # steps of the segment now complete
         toks[j] = symbol
@@ -271,7 +273,7 @@ def advance(symbol, arch, net, train, mixing):
                 copy(rs[K], rs[0])
                 copy(rs[0], ckpt[j // K])
             k = live_step(arch, symbol, net, train, j)
-            publish(rt[k], net, mixing)
+            publish(rt[k], net, mixing, path)
             F[F_SEGPOS] = j
         else:
             tbptt_update(arch, net, train, mixing)
@@ -280,15 +282,15 @@ def advance(symbol, arch, net, train, mixing):
             copy(state, ckpt[0])
             copy(state, rs[0])
             k = live_step(arch, symbol, net, train, 0)
-            publish(rt[k], net, mixing)
+            publish(rt[k], net, mixing, path)
             F[F_SEGPOS] = 0
     F[F_SEEN] += 1.0
 
 
 @jit(inline="always")
-def take(io, t, data, probs, net, mixing, decoder):
+def take(io, t, data, probs, net, mixing, decoder, path):
     """coder.take_byte, or with path coding take_path."""
-    if net.F[F_MIX] != 0.0 and mixing.S[mixer.S_PATH] != 0:
+    if path:
         return take_path(io, t, data, probs, mixing, decoder)
     return coder.take_byte(io, t, data, probs, net.P, decoder)
 
@@ -330,7 +332,7 @@ def take_path(io, t, data, probs, mixing, decoder):
 
 
 @jit(inline="always")
-def run(arch, data, probs, io, start, net, train, mixing, decoder):
+def run(arch, path, data, probs, io, start, net, train, mixing, decoder):
     """Advance over a block of bytes, doing `io` with each (coder.take_byte: record its
     distribution in probs[t], or decode it into data[t] first); with `start`, first predict
     the first byte (a stream's or a document's start). Returns the bytes advanced over
@@ -341,63 +343,94 @@ def run(arch, data, probs, io, start, net, train, mixing, decoder):
     compilation instead of ~200 s.
     """
     if start:
-        begin(arch, net, train, mixing)
+        begin(arch, path, net, train, mixing)
     for t in range(data.shape[0]):
-        if not take(io, t, data, probs, net, mixing, decoder):
+        if not take(io, t, data, probs, net, mixing, decoder, path):
             return t
-        advance(int(data[t]), arch, net, train, mixing)
+        advance(int(data[t]), arch, path, net, train, mixing)
     return data.shape[0]
 
 
 @jit(inline="always")
-def run_fixed(arch, data, probs, io, start, net, mixing, decoder):
+def run_fixed(arch, path, data, probs, io, start, net, mixing, decoder):
     """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
     pass or optimizer is reachable from it, so a level whose network does not learn (the
     default) compiles a fraction of the kernels."""
     F = net.F
     if start:
-        begin_fixed(arch, net, mixing)
+        begin_fixed(arch, path, net, mixing)
     for t in range(data.shape[0]):
-        if not take(io, t, data, probs, net, mixing, decoder):
+        if not take(io, t, data, probs, net, mixing, decoder, path):
             return t
         symbol = int(data[t])
         if F[F_MIX] != 0.0:
             learn_mixing(symbol, 0, mixing)
-        predict_fixed(symbol, arch, net, mixing)
+        predict_fixed(symbol, arch, path, net, mixing)
         F[F_SEEN] += 1.0
     return data.shape[0]
 
 
-# Entry points, one per architecture (the codec calls these, through ENTRY_POINTS):
+# Entry points, one per architecture and coding (the codec calls these, through
+# ENTRY_POINTS; both are constants in each, so a level compiles only its own network and
+# coding):
 # run_*(data, probs, io, start, net, train, mixing, decoder)  a block, the network learning
 # run_fixed_*(data, probs, io, start, net, mixing, decoder)   the network fixed or absent
+# (*_path: path coding, mix field path_coding)
 @jit
 def run_rwkv7(data, probs, io, start, net, train, mixing, decoder):
-    return run(ARCH_RWKV7, data, probs, io, start, net, train, mixing, decoder)
+    return run(ARCH_RWKV7, False, data, probs, io, start, net, train, mixing, decoder)
 
 
 @jit
 def run_gdn(data, probs, io, start, net, train, mixing, decoder):
-    return run(ARCH_GDN, data, probs, io, start, net, train, mixing, decoder)
+    return run(ARCH_GDN, False, data, probs, io, start, net, train, mixing, decoder)
 
 
 @jit
 def run_fixed_rwkv7(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_RWKV7, data, probs, io, start, net, mixing, decoder)
+    return run_fixed(ARCH_RWKV7, False, data, probs, io, start, net, mixing, decoder)
 
 
 @jit
 def run_fixed_gdn(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_GDN, data, probs, io, start, net, mixing, decoder)
+    return run_fixed(ARCH_GDN, False, data, probs, io, start, net, mixing, decoder)
 
 
 @jit
 def run_fixed_none(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_NONE, data, probs, io, start, net, mixing, decoder)
+    return run_fixed(ARCH_NONE, False, data, probs, io, start, net, mixing, decoder)
 
 
-ENTRY_POINTS = {  # arch: (run, run_fixed)
-    ARCH_RWKV7: (run_rwkv7, run_fixed_rwkv7),
-    ARCH_GDN: (run_gdn, run_fixed_gdn),
-    ARCH_NONE: (None, run_fixed_none),
+@jit
+def run_rwkv7_path(data, probs, io, start, net, train, mixing, decoder):
+    return run(ARCH_RWKV7, True, data, probs, io, start, net, train, mixing, decoder)
+
+
+@jit
+def run_gdn_path(data, probs, io, start, net, train, mixing, decoder):
+    return run(ARCH_GDN, True, data, probs, io, start, net, train, mixing, decoder)
+
+
+@jit
+def run_fixed_rwkv7_path(data, probs, io, start, net, mixing, decoder):
+    return run_fixed(ARCH_RWKV7, True, data, probs, io, start, net, mixing, decoder)
+
+
+@jit
+def run_fixed_gdn_path(data, probs, io, start, net, mixing, decoder):
+    return run_fixed(ARCH_GDN, True, data, probs, io, start, net, mixing, decoder)
+
+
+@jit
+def run_fixed_none_path(data, probs, io, start, net, mixing, decoder):
+    return run_fixed(ARCH_NONE, True, data, probs, io, start, net, mixing, decoder)
+
+
+ENTRY_POINTS = {  # (arch, path coding): (run, run_fixed)
+    (ARCH_RWKV7, False): (run_rwkv7, run_fixed_rwkv7),
+    (ARCH_GDN, False): (run_gdn, run_fixed_gdn),
+    (ARCH_NONE, False): (None, run_fixed_none),
+    (ARCH_RWKV7, True): (run_rwkv7_path, run_fixed_rwkv7_path),
+    (ARCH_GDN, True): (run_gdn_path, run_fixed_gdn_path),
+    (ARCH_NONE, True): (None, run_fixed_none_path),
 }
