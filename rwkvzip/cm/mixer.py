@@ -335,6 +335,46 @@ def node_dots(MX, X, base, rows, nin, out):
         n += 1
 
 
+@jit(inline="always")
+def final_logit(S, MX, X, node, d, z1, z2, z3, selectors, image_live):
+    """A node's logit from its mixers' sums (z2, z3: with two or three selectors): each
+    clamped, the final mixer's blend of them clamped (their outputs kept in MX for learn),
+    then the image model's switch while it is live (image.live; both flags read once a
+    byte by the caller, which keeps its loop over nodes free of them)."""
+    z = min(max(z1, -MAX_LOGIT), MAX_LOGIT)
+    if selectors > 1:
+        z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
+        MX[S[S_ZS] + 2 * node] = z
+        MX[S[S_ZS] + 2 * node + 1] = z2
+        z = MX[S[S_WF] + 2 * node] * z + MX[S[S_WF] + 2 * node + 1] * z2
+        if selectors > 2:
+            z3 = min(max(z3, -MAX_LOGIT), MAX_LOGIT)
+            MX[S[S_ZS3] + node] = z3
+            z += MX[S[S_WF3] + node] * z3
+        z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
+    if image_live:
+        z = image.switch(S, MX, X, image_column(S), node, d, z)
+    return z
+
+
+@jit(inline="always")
+def refined(S, MX, node, z, p, sse2):
+    """A node's probability of a 1: the mixer's p = sigmoid(z) blended with the APM stages'
+    (by node; by the second selector and node; with sse2 by the last two bytes, whose row
+    S[S_A3_ROW] is set for the byte), clamped to [P_MIN, 1 - P_MIN]."""
+    j, f = apm_point(z)
+    r1, r2 = apm_rows(S, node)
+    a1 = MX[r1 + j] * (1.0 - f) + MX[r1 + j + 1] * f
+    a2 = MX[r2 + j] * (1.0 - f) + MX[r2 + j + 1] * f
+    if sse2:
+        r3 = S[S_A3_ROW] + node * APM_CELLS
+        a3 = MX[r3 + j] * (1.0 - f) + MX[r3 + j + 1] * f
+        pf = SSE_P * p + SSE_A1 * a1 + SSE_A2 * a2 + SSE_A3 * a3
+    else:
+        pf = 0.5 * p + 0.25 * a1 + 0.25 * a2
+    return min(max(pf, P_MIN), 1.0 - P_MIN)
+
+
 @jit
 def predict(q, CT, S, MX, ST, floor, P):
     """Mix every tree node and write the coded distribution of the next byte into P."""
@@ -359,41 +399,27 @@ def predict(q, CT, S, MX, ST, floor, P):
     weight_sets(S, wset)
     zf = np.empty(ALPHABET, dtype=np.float64)  # each node's mixed logit, then its sigmoid
     pf64 = np.empty(ALPHABET, dtype=np.float64)
-    two = S[S_SEL] > 1
-    c1 = second_selector(S)
     z1s = np.empty(ALPHABET, dtype=np.float64)
+    z2s = np.zeros(ALPHABET, dtype=np.float64)
+    z3s = np.zeros(ALPHABET, dtype=np.float64)
     node_dots(MX, X, S[S_W], wset, nin, z1s)
-    if two:  # a second mixer, weights by previous byte and node
-        z2s = np.empty(ALPHABET, dtype=np.float64)
+    if S[S_SEL] > 1:  # a second mixer, weights by previous byte and node
+        c1 = second_selector(S)
         for n in range(ALPHABET):
             wset[n] = (c1 << 8) | n
         node_dots(MX, X, S[S_W2], wset, nin, z2s)
-    three = S[S_SEL] > 2
-    if three:  # a third, by the byte before the previous one and node
-        z3s = np.empty(ALPHABET, dtype=np.float64)
+    if S[S_SEL] > 2:  # a third, by the byte before the previous one and node
         c2 = third_selector(S)
         for n in range(ALPHABET):
             wset[n] = (c2 << 8) | n
         node_dots(MX, X, S[S_W3], wset, nin, z3s)
+    selectors = S[S_SEL]
     image_live = image.live(S)
-    ic = image_column(S)
     d = 0
     for n in range(1, ALPHABET):
         if n == 2 << d:
             d += 1
-        z = min(max(z1s[n], -MAX_LOGIT), MAX_LOGIT)
-        if two:  # ... and a final mixer of both
-            z2 = min(max(z2s[n], -MAX_LOGIT), MAX_LOGIT)
-            MX[S[S_ZS] + 2 * n] = z
-            MX[S[S_ZS] + 2 * n + 1] = z2
-            z = MX[S[S_WF] + 2 * n] * z + MX[S[S_WF] + 2 * n + 1] * z2
-            if three:
-                z3 = min(max(z3s[n], -MAX_LOGIT), MAX_LOGIT)
-                MX[S[S_ZS3] + n] = z3
-                z += MX[S[S_WF3] + n] * z3
-            z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
-        if image_live:
-            z = image.switch(S, MX, X, ic, n, d, z)
+        z = final_logit(S, MX, X, n, d, z1s[n], z2s[n], z3s[n], selectors, image_live)
         dot[n] = z
         zf[n] = z  # float64: the float32 MX rounds
     sigmoid_vector(zf[1:], pf64[1:])  # every node's sigmoid64 in one vector pass
@@ -401,19 +427,8 @@ def predict(q, CT, S, MX, ST, floor, P):
     if sse2:
         S[S_A3_ROW] = sse2_row(S)
     for n in range(1, ALPHABET):
-        p = pf64[n]
-        pm[n] = p
-        j, f = apm_point(zf[n])
-        r1, r2 = apm_rows(S, n)
-        a1 = MX[r1 + j] * (1.0 - f) + MX[r1 + j + 1] * f
-        a2 = MX[r2 + j] * (1.0 - f) + MX[r2 + j + 1] * f
-        if sse2:
-            r3 = S[S_A3_ROW] + n * APM_CELLS
-            a3 = MX[r3 + j] * (1.0 - f) + MX[r3 + j + 1] * f
-            pf = SSE_P * p + SSE_A1 * a1 + SSE_A2 * a2 + SSE_A3 * a3
-        else:
-            pf = 0.5 * p + 0.25 * a1 + 0.25 * a2
-        pf = min(max(pf, P_MIN), 1.0 - P_MIN)
+        pm[n] = pf64[n]
+        pf = refined(S, MX, n, zf[n], pf64[n], sse2)
         pr[2 * n + 1] = pr[n] * pf
         pr[2 * n] = pr[n] * (1.0 - pf)
     keep = 1.0 - ALPHABET * floor
@@ -470,36 +485,17 @@ def node_probability(CT, S, MX, ST, node, d):
         X[node, image_column(S)] = image.image_input_at(CT, S, MX, ST, node, d)
     if S[sheet.S_SH_X_ON]:
         X[node, nin - 1] = sheet.expect_input_at(CT, S, ST, node, d)
-    z = min(max(row_dot(MX, X, S[S_W] + weight_set(S, node) * nin, node, nin), -MAX_LOGIT),
-            MAX_LOGIT)
+    z1 = row_dot(MX, X, S[S_W] + weight_set(S, node) * nin, node, nin)
+    z2 = z3 = 0.0
     if S[S_SEL] > 1:
         z2 = row_dot(MX, X, S[S_W2] + ((second_selector(S) << 8) | node) * nin, node, nin)
-        z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
-        MX[S[S_ZS] + 2 * node] = z
-        MX[S[S_ZS] + 2 * node + 1] = z2
-        z = MX[S[S_WF] + 2 * node] * z + MX[S[S_WF] + 2 * node + 1] * z2
-        if S[S_SEL] > 2:
-            z3 = row_dot(MX, X, S[S_W3] + ((third_selector(S) << 8) | node) * nin, node, nin)
-            z3 = min(max(z3, -MAX_LOGIT), MAX_LOGIT)
-            MX[S[S_ZS3] + node] = z3
-            z += MX[S[S_WF3] + node] * z3
-        z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
-    if image.live(S):
-        z = image.switch(S, MX, X, image_column(S), node, d, z)
+    if S[S_SEL] > 2:
+        z3 = row_dot(MX, X, S[S_W3] + ((third_selector(S) << 8) | node) * nin, node, nin)
+    z = final_logit(S, MX, X, node, d, z1, z2, z3, S[S_SEL], image.live(S))
     MX[S[S_DOT] + node] = z
     p = sigmoid64(z)
     MX[S[S_PM] + node] = p
-    j, f = apm_point(z)
-    r1, r2 = apm_rows(S, node)
-    a1 = MX[r1 + j] * (1.0 - f) + MX[r1 + j + 1] * f
-    a2 = MX[r2 + j] * (1.0 - f) + MX[r2 + j + 1] * f
-    if S[S_A3] != 0:
-        r3 = S[S_A3_ROW] + node * APM_CELLS
-        a3 = MX[r3 + j] * (1.0 - f) + MX[r3 + j + 1] * f
-        pf = SSE_P * p + SSE_A1 * a1 + SSE_A2 * a2 + SSE_A3 * a3
-    else:
-        pf = 0.5 * p + 0.25 * a1 + 0.25 * a2
-    return min(max(pf, P_MIN), 1.0 - P_MIN)
+    return refined(S, MX, node, z, p, S[S_A3] != 0)
 
 
 @jit
