@@ -57,7 +57,7 @@ from rwkvzip.ops.mathf import (
     softplus64,
     tanh64,
 )
-from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe, level_recipe
+from rwkvzip.recipe import ARCHS, DEFAULT_LEVEL, PROB_FLOOR, Recipe, level_recipe
 
 DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
@@ -504,10 +504,11 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
 
 def profile_levels(data: bytes) -> list[dict]:
     """The codec's own per-byte costs at the default and -7 recipes."""
-    default, top = level_recipe(4), level_recipe(7)
+    default, top = level_recipe(DEFAULT_LEVEL), level_recipe(7)
     cm = per_byte(replace(default, mix=replace(default.mix, network=False), prior=None), data)
     mixed = per_byte(default, data)
     overhead = decoder_overhead(default, data)
+    whole_top = per_byte(top, data)["kernel"]
     alone = replace(top, mix=None)
     frozen_top = per_byte(replace(alone, lr=0.0, bptt=0), data)["kernel"]
     tbptt = per_byte(alone, data)["kernel"]
@@ -523,6 +524,7 @@ def profile_levels(data: bytes) -> list[dict]:
          overhead["call"]),
         ("decoder: range decoding of one byte, inside the kernel", overhead["coder"]),
         ("decoder overhead outside the model (the two)", overhead["call"] + overhead["coder"]),
+        ("-7 level (prior adapting by TBPTT, mixed), kernels", whole_top),
         (f"-7's network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
          frozen_top),
         ("-7's network alone, TBPTT(8) training", tbptt),
