@@ -30,5 +30,5 @@ def fed(data: bytes, mix: MixConfig) -> MixArrays:
     q = np.zeros(256, dtype=np.float32)
     for byte in data:
         mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
-        stepper.learn_mixing(byte, 0, mixing)
+        stepper.learn_mixing(byte, 0, mixing, False)
     return arrays

@@ -275,23 +275,21 @@ def find_group_slots(CT, S, j):
 
 
 @jit(inline="always")
-def node_counter(node):
-    """Which of its slot's 15 counters a tree node reads (nodes 1..15: the high nibble's
-    slot; 16..255: the low nibble's slot of the high nibble on their path)."""
-    if node < 16:
+def node_counter(node, d):
+    """Which of its slot's 15 counters a tree node of depth d reads (nodes 1..15: the high
+    nibble's slot; 16..255: the low nibble's slot of the high nibble on their path)."""
+    if d < 4:
         return node
-    d = 4
-    while node >= (2 << d):
-        d += 1
     e = d - 4
     return (1 << e) + (node & ((1 << e) - 1))
 
 
 @jit
-def node_inputs_at(CT, S, ST, SM, X, col, node, j):
-    """node_inputs for one node, from the slots of its group j (find_group_slots)."""
+def node_inputs_at(CT, S, ST, SM, X, col, node, d, j):
+    """node_inputs for one node of depth d, from the slots of its group j
+    (find_group_slots)."""
     K = S[S_K]
-    m = node_counter(node)
+    m = node_counter(node, d)
     for o in range(K):
         b = S[S_SLOTS + 17 * o + j]
         if b >= 0:

@@ -49,9 +49,7 @@ from rwkvzip.ops.prefetch import prefetch
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
 # S[S_CNT]: each weight set's update count (0: none, mix field set_decay)
-# S[S_PATH] 1: path coding (mix field path_coding): only the nodes on the coded byte's path
-# are mixed (prepare, then node_probability at each), not all 255
-S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT, S_PATH = range(cx.S_MIXER2, cx.S_MIXER2 + 7)
+S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT = range(cx.S_MIXER2, cx.S_MIXER2 + 6)
 SSE2_BITS = 10  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
 # S[S_GATE] 1: the network's input is scaled by text_gate (mix field net_gate)
 # S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
@@ -473,10 +471,10 @@ def node_probability(CT, S, MX, ST, node, d):
     nin = S[S_NIN]
     K = S[S_K]
     X = MX[S[S_X]:S[S_X] + ALPHABET * nin].reshape((ALPHABET, nin))
-    group = slot_group(node)
+    group = 0 if d < 4 else 1 + ((node >> (d - 4)) & 15)  # slot_group, from the depth
     if d == 0 or d == 4:
         cx.find_group_slots(CT, S, group)
-    cx.node_inputs_at(CT, S, ST, MX[S[S_SM]:], X, 0, node, group)
+    cx.node_inputs_at(CT, S, ST, MX[S[S_SM]:], X, 0, node, d, group)
     X[node, 2 * K] = cx.match_input(CT, S, ST, node, d)
     X[node, 2 * K + 1] = 0.5
     if S[S_NET]:
@@ -617,10 +615,8 @@ def learn(byte, CT, S, MX, ST, gz):
 @jit
 def prefetch_rows(S, MX):
     """Start loading the weight rows and APM rows that the byte-chosen mixers and APMs will
-    read for the next byte (each a contiguous block of 256 rows); not with path coding,
-    which reads 8 of them (loading them all measured slower)."""
-    if S[S_PATH] != 0:
-        return
+    read for the next byte (each a contiguous block of 256 rows); not called with path
+    coding, which reads 8 of them (loading them all measured slower)."""
     nin = S[S_NIN]
     c1 = second_selector(S)
     if S[S_SEL] > 1:

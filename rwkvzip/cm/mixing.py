@@ -176,7 +176,6 @@ class MixArrays:
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
         S[mx.S_CNT] = offsets["cnt"] if cfg.set_decay > 0.0 else 0
-        S[mx.S_PATH] = int(cfg.path_coding)
         MX = np.zeros(size, dtype=np.float32)
         MX[mx.MX_LR] = cfg.lr
         MX[mx.MX_LR_MIN] = cfg.lr_min

@@ -98,7 +98,8 @@ def compile_mixing(recipe: Recipe) -> None:
         mixer.predict(q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR,
                       np.zeros(ALPHABET, dtype=np.float32))
     symbol = np.uint8(ord("w"))  # a block's bytes are uint8 (int() keeps the type in numba)
-    stepper.learn_mixing(symbol, 0, stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST))
+    stepper.learn_mixing(symbol, 0, stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST),
+                         small.mix.path_coding)
 
 
 def _spare_core() -> bool:

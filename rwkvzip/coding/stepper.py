@@ -214,9 +214,10 @@ def tbptt_update(arch, net, train, mixing):
 
 
 @jit
-def learn_mixing(symbol, j, mixing):
+def learn_mixing(symbol, j, mixing, path):
     """The mixer learns from the byte just coded (the gradient for the network goes to row
-    j of its GM rows); the context models then move on to the next context."""
+    j of its GM rows); the context models then move on to the next context, and what the
+    next byte reads starts loading (with path coding, `path`, only what it surely reads)."""
     CT, HB, S, MX, ST = mixing
     row = S[mixer.S_GM] + j * ALPHABET
     mixer.learn(symbol, CT, S, MX, ST, MX[row:row + ALPHABET])
@@ -225,8 +226,9 @@ def learn_mixing(symbol, j, mixing):
     exe.next_contexts(S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
-    context.prefetch_slots(CT, S, 1 if S[mixer.S_PATH] != 0 else 17)
-    mixer.prefetch_rows(S, MX)
+    context.prefetch_slots(CT, S, 1 if path else 17)
+    if not path:
+        mixer.prefetch_rows(S, MX)
 
 
 @jit(inline="always")
@@ -245,7 +247,7 @@ def advance(symbol, arch, path, net, train, mixing):
     O, G, R, toks, ckpt, rs, rt, gstate, scratch, WT, _, acc = train
     mode = F[F_MODE]
     if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
-        learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, mixing)
+        learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, mixing, path)
     if mode == MODE_NONE or mode == MODE_FROZEN:  # noqa: SIM109 - numba: a float in a tuple
         predict_fixed(symbol, arch, path, net, mixing)
     elif mode == MODE_HEAD:
@@ -364,7 +366,7 @@ def run_fixed(arch, path, data, probs, io, start, net, mixing, decoder):
             return t
         symbol = int(data[t])
         if F[F_MIX] != 0.0:
-            learn_mixing(symbol, 0, mixing)
+            learn_mixing(symbol, 0, mixing, path)
         predict_fixed(symbol, arch, path, net, mixing)
         F[F_SEEN] += 1.0
     return data.shape[0]
