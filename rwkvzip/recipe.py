@@ -72,6 +72,9 @@ class Recipe:
     mix: MixConfig | None = None  # context mixing (None: the network alone)
     counts: CountsConfig | None = None  # count models linearly mixed, no network (cm/fastcm.py)
     prior: str = ""  # SHA-256 (hex) of the prior file the network starts from ("": seeded init)
+    # TBPTT: after each update, recompute the live state over the segment with the new
+    # weights (False: go on from the state the predicting forward passes left)
+    recompute: bool = True
 
     def validate(self) -> None:
         if self.arch not in ARCHS:
@@ -95,6 +98,8 @@ class Recipe:
             raise RecipeError(f"checkpoint interval must be in [1, {MAX_BPTT}], got {self.ckpt}")
         if canonical_scope(self.scope) != self.scope:
             raise RecipeError(f"train scope {self.scope!r} is not in canonical form")
+        if not self.recompute and self.bptt < 2:  # one recipe per computation
+            raise RecipeError("recompute can be off only with truncated BPTT (bptt >= 2)")
         if not (0.0 <= self.clip <= 1e30 and 0.0 <= self.lr_min <= 10.0):
             raise RecipeError("clip and lr_min must be non-negative")
         if not (0 <= self.warmup <= 2**40 and 0 <= self.decay <= 2**40):
@@ -134,6 +139,8 @@ class Recipe:
             d["counts"] = self.counts.to_dict()
         if not self.prior:  # and so is the prior
             del d["prior"]
+        if self.recompute:  # and the recompute every recipe before it did
+            del d["recompute"]
         return d
 
     def to_json(self) -> bytes:
@@ -144,7 +151,8 @@ class Recipe:
     def from_dict(cls, d: dict) -> Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
-        for optional, absent in (("mix", None), ("counts", None), ("prior", "")):
+        for optional, absent in (("mix", None), ("counts", None), ("prior", ""),
+                                 ("recompute", True)):
             if optional not in d:  # the fields a complete recipe may omit
                 d = {**d, optional: absent}
         _require_fields(d, cls, "recipe")
@@ -177,11 +185,11 @@ class Recipe:
 
 # the settings of a network's online learning (they do nothing when lr is 0)
 _TRAINING_FIELDS = ("optimizer", "beta1", "beta2", "eps", "bptt", "ckpt", "scope", "clip",
-                    "warmup", "decay", "lr_min")
+                    "warmup", "decay", "lr_min", "recompute")
 _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
                 "eps": float, "bptt": int, "ckpt": int, "scope": str, "clip": float,
                 "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int,
-                "prior": str}
+                "prior": str, "recompute": bool}
 
 
 def _require_fields(d: dict, cls: type, what: str) -> None:
@@ -221,7 +229,7 @@ def _config_from_dict(d: dict, cls: type, what: str):
 def _check_types(kwargs: dict) -> None:
     for name, value in kwargs.items():
         want = _FIELD_TYPES[name]
-        ok = isinstance(value, want) and not isinstance(value, bool)
+        ok = isinstance(value, want) and (want is bool or not isinstance(value, bool))
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             ok = True
         if not ok:
@@ -333,6 +341,10 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
     top_kw = {k: v for k, v in overrides.items() if k not in model_fields and v is not None}
     if "scope" in top_kw:
         top_kw["scope"] = canonical_scope(top_kw["scope"])
+    for name in [k for k in top_kw if _FIELD_TYPES.get(k) is bool]:
+        if top_kw[name] not in (0, 1, "true", "false"):
+            raise RecipeError(f"{name} must be 0 or 1 (or true or false)")
+        top_kw[name] = top_kw[name] in (1, "true")
     recipe = replace(base, model=replace(model, **model_kw), **top_kw)
     if base.prior and (recipe.arch, recipe.model) != (base.arch, base.model):
         recipe = replace(recipe, prior="")  # the prior has its own size: seeded weights
@@ -368,6 +380,6 @@ def _unused_setting(recipe: Recipe, names: list[str]) -> tuple[str, str] | None:
             return name, "it is an Adam setting and the optimizer is sgd"
         if name == "scope" and recipe.bptt == 0:
             return name, "with bptt 0 only the output layer learns"
-        if name == "ckpt" and recipe.bptt < 2:
-            return name, "checkpoints are for truncated BPTT (bptt >= 2)"
+        if name in ("ckpt", "recompute") and recipe.bptt < 2:
+            return name, f"{name} is a setting of truncated BPTT (bptt >= 2)"
     return None

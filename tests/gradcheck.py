@@ -2,23 +2,26 @@
 
 import numpy as np
 
-from rwkvzip.net.common import no_twin
+from rwkvzip.net.common import dense_matrices
+from rwkvzip.net.gradrec import flush, new_record, no_record, record_into
 from rwkvzip.ops.linalg import refresh_twins
 
 
-def twin_of(model, W):
-    """The backward's `twin` argument with W's matrices as output-major twins."""
+def twin_of(model, W, rec=None):
+    """The backward's `matrices` argument with W's matrices as output-major twins (and
+    their gradients into G, or into a record)."""
     WT = np.zeros_like(W)
     table = model.layout.twin_table()
     refresh_twins(W, WT, table)
-    return WT, np.zeros(int(table[:, 1].max()), np.float64)
+    return WT, np.zeros(int(table[:, 1].max()), np.float64), no_record() if rec is None else rec
 
 
 def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symbols, floor,
-                     twin=None):
+                     matrices=None):
     """float32 forward_step over the sequence, then backward_step from the last step back
-    (reading the matrices from W, or from their twins)."""
-    twin = no_twin() if twin is None else twin
+    (reading the matrices from W, or from their twins; with a record in `matrices`, step j
+    records into its row j)."""
+    matrices = dense_matrices() if matrices is None else matrices
     I = model.index
     state = state0.copy()
     steps = []
@@ -30,8 +33,11 @@ def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symb
     G = np.zeros_like(W)
     gstate = np.zeros(model.state_size, np.float32)
     scratch = np.zeros(model.backward_scratch_size(), np.float32)
-    for (old, new, tr), tok, sym in reversed(list(zip(steps, tokens, symbols, strict=True))):
-        backward_step(tok, sym, W, G, old, new, tr, gstate, I, floor, scratch, twin)
+    for j in range(len(tokens) - 1, -1, -1):
+        old, new, tr = steps[j]
+        record_into(matrices[2], j)
+        backward_step(tokens[j], symbols[j], W, G, old, new, tr, gstate, I, floor, scratch,
+                      matrices)
     return G, gstate
 
 
@@ -65,6 +71,16 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     G3, s3 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
                               [2, 3, 4], floor, twin_of(model, W))
     assert np.array_equal(G1, G3) and np.array_equal(s1, s3)  # twins: the same bits
+    # the matrices' gradients recorded as factors and formed afterwards: the same bits, and
+    # every matrix of the layout recorded
+    table = model.layout.twin_table()
+    rec = new_record(table, 3)
+    G4, s4 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
+                              [2, 3, 4], floor, twin_of(model, W, rec))
+    assert sorted(rec[1][:, 0]) == sorted(table[:, 0])
+    assert not any(G4[o:o + a * b].any() for o, a, b in table)
+    flush(rec, 3, G4)
+    assert np.array_equal(G1, G4) and np.array_equal(s1, s4)
     I = model.index
     state = state0.copy()
     tr = np.zeros(model.trace_size, np.float32)
@@ -74,7 +90,8 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     one = np.zeros_like(W)
     for target in (G, G, one):
         backward_step(1, 2, W, target, state0, state, tr.copy(),
-                      np.zeros(model.state_size, np.float32), I, floor, scratch, no_twin())
+                      np.zeros(model.state_size, np.float32), I, floor, scratch,
+                      dense_matrices())
     np.testing.assert_allclose(G, 2 * one, rtol=1e-6, atol=1e-12)
 
 

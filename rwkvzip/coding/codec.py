@@ -31,11 +31,14 @@ ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buf
 Progress = Callable[[int], None]  # told the number of bytes just coded, every few KB
 
 
-def scope_table(layout, scope: str) -> np.ndarray:
-    """[start, end, train] rows covering the whole parameter vector, for optim."""
+def scope_table(layout, scope: str, matrices: bool = True) -> np.ndarray:
+    """[start, end, train] rows covering the whole parameter vector, for optim (without
+    `matrices`: all but the input-major matrices, whose gradients a backward records)."""
     groups = set(scope.split("+"))
     rows: list[list[int]] = []
     for spec in layout.specs:
+        if not matrices and spec.input_major_matrix:
+            continue
         train = int(spec.group in groups)
         end = spec.offset + spec.size
         if rows and rows[-1][2] == train and rows[-1][1] == spec.offset:
@@ -139,6 +142,8 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
     model = recipe.build_model()
     n, ns, nt = model.layout.size, model.state_size, model.trace_size
     whole, tbptt = recipe.bptt >= 1, recipe.bptt >= 2
+    matrices = model.layout.twin_table()  # what the backward's record keeps (net/gradrec.py)
+    widest = int(matrices[:, 1:3].max(initial=1))
     K = min(recipe.ckpt, recipe.bptt) if tbptt else 1
     n_chunks = -(-recipe.bptt // K) if tbptt else 1
     f32 = np.float32
@@ -155,8 +160,11 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
         "gstate": ((ns if whole else 1,), f32),
         "scratch": ((model.backward_scratch_size() if whole else 1,), f32),
         "WT": ((n if tbptt else 0,), f32),
-        "acc": ((max(model.layout.twin_table()[:, 1].max(initial=1), 1) if tbptt else 1,),
-                np.float64),
+        "acc": ((widest if tbptt else 1,), np.float64),
+        "REC": ((max(recipe.bptt, 1), int(matrices[:, 1:3].sum())) if whole else (0, 0), f32),
+        "TAB": ((len(matrices) if whole else 0, 4), np.int64),
+        "CUR": ((3,), np.int64),
+        "buf": ((widest if whole else 1,), f32),
     }
 
 
@@ -195,6 +203,7 @@ class NetworkPredictor(Predictor):
         F[optim.F_MIX] = float(recipe.mix is not None)
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
+        F[optim.F_RECOMPUTE] = float(recipe.recompute)
         self.F = F
         self.arch = model.arch_id if network else stepper.ARCH_NONE
         buffers = network_buffers(recipe)
@@ -211,6 +220,7 @@ class NetworkPredictor(Predictor):
         if recipe.mix is not None and recipe.mix.path_coding:
             self.row_width = coder.PATH_ROW
         self.R = scope_table(model.layout, recipe.scope)
+        self.RV = scope_table(model.layout, recipe.scope, matrices=False)
         self.probs = np.zeros(ALPHABET, dtype=np.float32)  # the distribution of the next byte
         self.index = model.index
         self.stand_ins()
@@ -223,9 +233,10 @@ class NetworkPredictor(Predictor):
                                          np.zeros(1, np.int64), np.zeros(1, np.float32),
                                          np.zeros(1, np.float32))
         self.net = stepper.Net(self.W, self.state, self.trace, self.probs, self.index, self.F)
-        self.training = stepper.Training(self.O, self.G, self.R, self.toks, self.ckpt, self.rs,
-                                         self.rt, self.gstate, self.scratch, self.WT,
-                                         model.layout.twin_table(), self.acc)
+        self.training = stepper.Training(self.O, self.G, self.R, self.RV, self.toks, self.ckpt,
+                                         self.rs, self.rt, self.gstate, self.scratch, self.WT,
+                                         model.layout.twin_table(), self.acc,
+                                         (self.REC, self.TAB, self.CUR), self.buf)
         self.weights_changed()
         self.begin()
 

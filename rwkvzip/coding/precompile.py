@@ -45,7 +45,7 @@ def compile_backward(recipe: Recipe) -> None:
     """Compile (or load) the network's backward step, as stepper.backward calls it (zero
     arrays of the model's sizes: the kernel only has to be typed and run once)."""
     from rwkvzip.coding import stepper
-    from rwkvzip.net.common import no_twin
+    from rwkvzip.net.common import dense_matrices
     from rwkvzip.net.gdn import backward as gdn_backward
     from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 
@@ -59,7 +59,7 @@ def compile_backward(recipe: Recipe) -> None:
     module.backward_step(np.int64(0), np.int64(1), W, zeros(W.size), zeros(model.state_size),
                          zeros(model.state_size), zeros(model.trace_size),
                          zeros(model.state_size), model.index, PROB_FLOOR,
-                         zeros(model.backward_scratch_size()), no_twin())
+                         zeros(model.backward_scratch_size()), dense_matrices())
 
 
 def learns_by_backward(recipe: Recipe) -> bool:

@@ -14,6 +14,8 @@ Training modes (F[F_MODE]; the recipe's bptt 0, 1 or T >= 2 picks one):
   MODE_TBPTT  truncated BPTT(T = F[F_BPTT]): forward T bytes with fixed weights, then
               backpropagate the segment's mean loss through time (state gradients carried),
               take one optimizer step and recompute the live state with the new weights
+              (or, with F[F_RECOMPUTE] = 0, go on from the state the forward passes left:
+              measured as good, and a forward pass a byte cheaper)
   MODE_NONE   no network: the context models and mixer alone (needs mixing)
   MODE_FROZEN the network predicts but does not learn (a recipe's lr 0, e.g. a frozen prior)
 
@@ -39,11 +41,14 @@ Training and Mixing):
   rs, rt     (K + 1, state) states and (K, trace) traces of the current chunk
   gstate     dL/d(state) carried backwards through time
   scratch    work space of the backward pass
+  RV         the scope table without the matrices (their gradients are in rec)
   WT, twins  TBPTT: W's matrices as output-major twins (refreshed after every optimizer
              step; the table twins says where), from which the backward reads its input
              gradients ~4x faster with the same bits; empty in the other modes, where
              weights change every byte and refreshing would cost more than it saves
   acc        float64 buffer of those input gradients
+  rec, buf   the matrices' gradients of a segment's backward steps kept as their factors
+             (net/gradrec.py), which the optimizer forms row by row into buf
   CT, HB, S, MX, ST   the mixer's tables, history, state, floats and stretch table
                       (context.py, mixer.py; one-element dummies without mixing)
   decoder    (words, state) of coder.new_decoder: the stream a DECODE block reads (stand-ins
@@ -62,12 +67,14 @@ from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as gdn
 from rwkvzip.net.gdn.model import GdnModel
+from rwkvzip.net.gradrec import record_into
 from rwkvzip.net.optim import (
     F_BPTT,
     F_CKPT,
     F_FLOOR,
     F_MIX,
     F_MODE,
+    F_RECOMPUTE,
     F_SEEN,
     F_SEGPOS,
     apply_gradients,
@@ -86,7 +93,7 @@ MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
 # The kernels' argument bundles (plain tuples to numba; built by codec.Predictor)
 Net = namedtuple("Net", "W state tr P I F")
-Training = namedtuple("Training", "O G R toks ckpt rs rt gstate scratch WT twins acc")
+Training = namedtuple("Training", "O G R RV toks ckpt rs rt gstate scratch WT twins acc rec buf")
 Mixing = namedtuple("Mixing", "CT HB S MX ST")
 
 
@@ -102,13 +109,27 @@ def forward(arch, token, W, state, tr, I, F):
 
 
 @jit(inline="always")
-def backward(arch, token, symbol, W, G, s_old, s_new, tr, gstate, I, F, scratch, twin):
+def backward(arch, j, token, symbol, net, train, s_old, s_new, tr):
+    """Step j's backward pass (its matrices' gradients into row j of the record)."""
+    W, _, _, _, I, F = net
+    matrices = (train.WT, train.acc, train.rec)
+    record_into(train.rec, j)
     if arch == ARCH_RWKV7:
-        rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, G, s_old, s_new,
-                                     tr, gstate, I, F[F_FLOOR], scratch, twin)
+        rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
+                                     s_new, tr, train.gstate, I, F[F_FLOOR], train.scratch,
+                                     matrices)
     elif arch == ARCH_GDN:
-        gdn_backward.backward_step(np.int64(token), np.int64(symbol), W, G, s_old, s_new,
-                                   tr, gstate, I, F[F_FLOOR], scratch, twin)
+        gdn_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
+                                   s_new, tr, train.gstate, I, F[F_FLOOR], train.scratch,
+                                   matrices)
+
+
+@jit(inline="always")
+def step_optimizer(net, train, steps):
+    """One optimizer step from the gradients of the last `steps` backward steps (their
+    mean)."""
+    apply_gradients(net.W, train.O, train.G, (train.R, train.RV), net.F, 1.0 / steps,
+                    train.rec, steps, train.buf)
 
 
 @jit(inline="always")
@@ -184,12 +205,15 @@ def begin_fixed(arch, path, net, mixing):
 
 @jit(inline="always")
 def tbptt_update(arch, net, train, mixing):
-    """The segment toks[0..T] is complete: backpropagate through it, step, recompute."""
+    """The segment toks[0..T] is complete: backpropagate through it, step, recompute (or
+    not: F_RECOMPUTE)."""
     W, state, tr, _, I, F = net
-    O, G, R, toks, ckpt, rs, rt, gstate, scratch, WT, twins, acc = train
+    toks, ckpt, rs, rt, gstate = train.toks, train.ckpt, train.rs, train.rt, train.gstate
     T = int(F[F_BPTT])
     K = int(F[F_CKPT])
     n_chunks = (T + K - 1) // K
+    if F[F_RECOMPUTE] == 0.0:  # the live state goes on (before replays overwrite it)
+        copy(rs[(T - 1) % K + 1], state)
     for i in range(gstate.shape[0]):
         gstate[i] = 0.0
     for c in range(n_chunks - 1, -1, -1):
@@ -202,15 +226,14 @@ def tbptt_update(arch, net, train, mixing):
         for j in range(j1 - 1, j0 - 1, -1):
             k = j - j0
             target = loss_symbol(toks[j + 1], rt[k], net, mixing, j)
-            backward(arch, toks[j], target, W, G, rs[k], rs[k + 1], rt[k], gstate, I, F,
-                     scratch, (WT, acc))
-    apply_gradients(W, O, G, R, F, 1.0 / T)
-    if WT.shape[0] > 0:
-        refresh_twins(W, WT, twins)
-    # recompute the live state over the segment with the new weights
-    copy(ckpt[0], state)
-    for j in range(T):
-        forward(arch, toks[j], W, state, tr, I, F)
+            backward(arch, j, toks[j], target, net, train, rs[k], rs[k + 1], rt[k])
+    step_optimizer(net, train, T)
+    if train.WT.shape[0] > 0:
+        refresh_twins(W, train.WT, train.twins)
+    if F[F_RECOMPUTE] != 0.0:  # recompute the live state over the segment, new weights
+        copy(ckpt[0], state)
+        for j in range(T):
+            forward(arch, toks[j], W, state, tr, I, F)
 
 
 @jit
@@ -244,14 +267,14 @@ def predict_fixed(symbol, arch, path, net, mixing):
 def advance(symbol, arch, path, net, train, mixing):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
     W, state, tr, _, I, F = net
-    O, G, R, toks, ckpt, rs, rt, gstate, scratch, WT, _, acc = train
+    toks, ckpt, rs, rt, gstate = train.toks, train.ckpt, train.rs, train.rt, train.gstate
     mode = F[F_MODE]
     if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
         learn_mixing(symbol, int(F[F_SEGPOS]) if mode == MODE_TBPTT else 0, mixing, path)
     if mode == MODE_NONE or mode == MODE_FROZEN:  # noqa: SIM109 - numba: a float in a tuple
         predict_fixed(symbol, arch, path, net, mixing)
     elif mode == MODE_HEAD:
-        learn_head(loss_symbol(symbol, tr, net, mixing, 0), W, O, tr, I, F)
+        learn_head(loss_symbol(symbol, tr, net, mixing, 0), W, train.O, tr, I, F)
         forward(arch, symbol, W, state, tr, I, F)
         publish(tr, net, mixing, path)
     elif mode == MODE_BPTT1:
@@ -259,9 +282,8 @@ def advance(symbol, arch, path, net, train, mixing):
         for i in range(gstate.shape[0]):
             gstate[i] = 0.0
         target = loss_symbol(symbol, tr, net, mixing, 0)
-        backward(arch, toks[0], target, W, G, rs[0], state, tr, gstate, I, F, scratch,
-                 (WT, acc))
-        apply_gradients(W, O, G, R, F, 1.0)
+        backward(arch, 0, toks[0], target, net, train, rs[0], state, tr)
+        step_optimizer(net, train, 1)
         copy(state, rs[0])
         toks[0] = symbol
         forward(arch, symbol, W, state, tr, I, F)

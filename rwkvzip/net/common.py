@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from rwkvzip.net.gradrec import no_record, weight_gradient
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     input_gradient,
     layer_norm,
     layer_norm_backward,
     matvec,
-    outer_acc,
     softmax_with_floor,
     vec_acc,
 )
@@ -37,16 +37,28 @@ LAYER_NORM_EPS = 1e-5
 
 
 @jit
+def goff(I, slot):
+    """Offset of a global parameter tensor in W."""
+    return I[N_DIMS + slot]
+
+
+@jit
+def loff(I, layer, slot):
+    """Offset of a per-layer parameter tensor in W."""
+    return I[N_DIMS + N_GLOBAL + layer * I[D_LP] + slot]
+
+
+@jit
 def gparam(W, I, slot, n):
     """View of a global parameter tensor of n entries."""
-    o = I[N_DIMS + slot]
+    o = goff(I, slot)
     return W[o:o + n]
 
 
 @jit
 def lparam(W, I, layer, slot, n):
     """View of a per-layer parameter tensor of n entries."""
-    o = I[N_DIMS + N_GLOBAL + layer * I[D_LP] + slot]
+    o = loff(I, layer, slot)
     return W[o:o + n]
 
 
@@ -110,30 +122,44 @@ def logit_gradient(symbol, tr, I, floor):
     return g
 
 
-def no_twin() -> tuple[np.ndarray, np.ndarray]:
-    """The `twin` argument of a backward pass that reads its matrices from W itself."""
-    return np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.float64)
+def dense_matrices() -> tuple:
+    """The `matrices` argument of a backward pass that reads its matrices from W itself and
+    adds their gradients into G."""
+    return np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.float64), no_record()
 
 
 @jit
-def head_backward(symbol, W, G, tr, I, floor, gt, gx, twin):
+def head_backward(symbol, W, G, tr, I, floor, gt, gx, matrices):
     """Back through head_forward for the loss -ln p[symbol]: bias, LM head, final norm.
 
-    Adds the output stage's parameter gradients into G and sets gx = dL/d(T_XOUT); gt (C
-    entries) is scratch. T_GLOGITS gets dL/dlogits. twin: see the backward_step kernels.
+    Adds the output stage's parameter gradients into G (the head's: see matrices) and sets
+    gx = dL/d(T_XOUT); gt (C entries) is scratch. T_GLOGITS gets dL/dlogits. matrices: see
+    the backward_step kernels.
     """
     C = I[D_C]
     V = I[D_V]
+    WT, acc, rec = matrices
     glog = logit_gradient(symbol, tr, I, floor)
     vec_acc(gparam(G, I, P_BIAS, V), glog, V)
-    outer_acc(gparam(G, I, P_HEAD, C * V), gslice(tr, I, T_XN, C), glog, C, V)
-    input_gradient(gparam(W, I, P_HEAD, C * V), gparam(twin[0], I, P_HEAD, C * V), glog, C, V,
-                   gt, twin[1])
+    weight_gradient(G, goff(I, P_HEAD), gslice(tr, I, T_XN, C), glog, C, V, rec)
+    input_gradient(gparam(W, I, P_HEAD, C * V), gparam(WT, I, P_HEAD, C * V), glog, C, V,
+                   gt, acc)
     for c in range(C):
         gx[c] = 0.0
     layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gt,
                         LAYER_NORM_EPS, C, gx, gparam(G, I, P_LNO_W, C),
                         gparam(G, I, P_LNO_B, C))
+
+
+@jit
+def projection_backward(W, G, I, l, slot, x, g, n_in, n_out, gx, matrices):
+    """Back through y = x · M of the layer's matrix `slot`: its gradient x g^T (into G or the
+    record), and gx = M g (from its output-major twin where there is one)."""
+    WT, acc, rec = matrices
+    off = loff(I, l, slot)
+    n = n_in * n_out
+    weight_gradient(G, off, x, g, n_in, n_out, rec)
+    input_gradient(W[off:off + n], WT[off:off + n], g, n_in, n_out, gx, acc)
 
 
 @jit

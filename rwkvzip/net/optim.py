@@ -4,7 +4,9 @@ gradient clipping and a learning-rate schedule by bytes seen.
 Hyper-parameters and counters travel in one float64 array F (slots below) so kernels take
 few arguments; Adam's moments are the two rows of O, shaped (2, n_params). Which parameters
 train is a table R of [start, end, train] rows (the recipe's scope): rows with train = 0 only
-have their accumulated gradient cleared.
+have their accumulated gradient cleared; with a gradient record (net/gradrec.py) a table RV
+of the rows without the matrices does that for G, and the matrices' gradients come from the
+record.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from rwkvzip.net.common import (
     gslice,
     logit_gradient,
 )
+from rwkvzip.net.gradrec import row_gradient
 from rwkvzip.ops.jit import jit
 
 # F slots
 (F_LR, F_BETA1, F_BETA2, F_EPS, F_OPT, F_STEP, F_B1POW, F_B2POW, F_FLOOR, F_CLIP, F_WARMUP,
- F_DECAY, F_LR_MIN, F_SEEN, F_MODE, F_BPTT, F_CKPT, F_SEGPOS, F_MIX) = range(19)
+ F_DECAY, F_LR_MIN, F_SEEN, F_MODE, F_BPTT, F_CKPT, F_SEGPOS, F_MIX, F_RECOMPUTE) = range(20)
 N_F = 24
 OPT_SGD, OPT_ADAM = 0, 1
 TINY = 1e-30  # values below this are flushed to zero (see apply_update)
@@ -99,13 +102,40 @@ def apply_update(w, O, off, g, scale, n, F, lr, bc1, bc2, clear):
 
 
 @jit
-def apply_gradients(W, O, G, R, F, scale):
-    """One optimizer step from the accumulated gradient G (times `scale`); G is left zero."""
-    lr, bc1, bc2 = begin_step(F)
+def trains(R, off):
+    """Whether the scope table R trains the parameter at offset `off`."""
     for row in range(R.shape[0]):
-        a = R[row, 0]
-        b = R[row, 1]
-        if R[row, 2]:
+        if R[row, 0] <= off < R[row, 1]:
+            return R[row, 2] != 0
+    return False
+
+
+@jit
+def apply_gradients(W, O, G, scope, F, scale, rec, steps, buf):
+    """One optimizer step from the gradient (times `scale`), which G accumulated, or for the
+    matrices a record of `steps` backward steps holds (net/gradrec.py; each weight row's
+    gradient is formed into buf as it is updated). G is left zero.
+
+    scope: (R, RV), the scope table over all parameters and over all but the matrices."""
+    R, RV = scope
+    lr, bc1, bc2 = begin_step(F)
+    rows = R
+    if rec[0].shape[0] > 0:
+        rows = RV
+        TAB, CUR = rec[1], rec[2]
+        for m in range(CUR[2]):
+            off, n_in, n_out = TAB[m, 0], TAB[m, 1], TAB[m, 2]
+            if not trains(R, off):
+                continue
+            g = buf[:n_out]
+            for i in range(n_in):
+                row_gradient(rec, m, i, steps, g)
+                a = off + i * n_out
+                apply_update(W[a:a + n_out], O, a, g, scale, n_out, F, lr, bc1, bc2, False)
+    for row in range(rows.shape[0]):
+        a = rows[row, 0]
+        b = rows[row, 1]
+        if rows[row, 2]:
             apply_update(W[a:b], O, a, G[a:b], scale, b - a, F, lr, bc1, bc2, True)
         else:
             g = G[a:b]

@@ -34,6 +34,11 @@ class TensorSpec:
     def size(self) -> int:
         return int(np.prod(self.shape))
 
+    @property
+    def input_major_matrix(self) -> bool:
+        """A matrix y = x · M of the kernels (they read its twin, record its gradient)."""
+        return self.transposed and len(self.shape) == 2
+
 
 class Layout:
     """Ordered tensors packed back to back in one flat float32 vector."""
@@ -68,7 +73,7 @@ class Layout:
         """Rows (offset, n_in, n_out) of every input-major matrix: what a backward pass reads
         from output-major twins (linalg.refresh_twins, input_gradient)."""
         rows = [(s.offset, s.shape[1], s.shape[0]) for s in self.specs
-                if s.transposed and len(s.shape) == 2]
+                if s.input_major_matrix]
         return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
     def tensors(self, W: np.ndarray) -> dict[str, np.ndarray]:

@@ -30,7 +30,15 @@ from __future__ import annotations
 
 import math
 
-from rwkvzip.net.common import D_C, D_L, embed_backward, head_backward, lparam, tslice
+from rwkvzip.net.common import (
+    D_C,
+    D_L,
+    embed_backward,
+    head_backward,
+    lparam,
+    projection_backward,
+    tslice,
+)
 from rwkvzip.net.gdn.forward import (
     D_DK,
     D_DV,
@@ -80,9 +88,7 @@ from rwkvzip.net.gdn.forward import (
 )
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
-    input_gradient,
     l2_normalize_backward,
-    outer_acc,
     rms_norm_backward,
     silu_grad64,
 )
@@ -189,7 +195,7 @@ def delta_rule_backward(states, inputs, gates, grads, scratch, dk, dv):
 
 @jit
 def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, scratch,
-                  twin):
+                  matrices):
     """Add d(-ln p[symbol]) / dW of one forward step into G; map gstate back one step.
 
     token      the byte the step read (its embedding row gets the input gradient)
@@ -201,10 +207,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     gstate     in: dL/d(state_new) (zeros for a single step); out: dL/d(state_old)
     I, floor   the index table and the output floor the forward used
     scratch    float32 work array of at least backward_scratch_size(I) entries
-    twin       (WT, acc): output-major twins of W's matrices and a float64 buffer, or an
-               empty WT (net.common.no_twin); the same bits either way
+    matrices   (WT, acc, rec): where the matrices are read from and their gradients go, as
+               in net/rwkv7/backward.py
     """
-    WT, acc = twin
     C = I[D_C]
     L = I[D_L]
     Hk = I[D_HK]
@@ -256,7 +261,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     GA = scratch[o:o + Hv]  # dL/d(x_n Wa + dt_bias)
 
     # ---- output: bias, LM head, final layer norm (shared with RWKV-7) ----
-    head_backward(symbol, W, G, tr, I, floor, GT, GX, twin)
+    head_backward(symbol, W, G, tr, I, floor, GT, GX, matrices)
 
     for l in range(L - 1, -1, -1):
         g_mem, g_S = layer_state(gstate, I, l)
@@ -268,19 +273,13 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         gp = tslice(tr, I, l, S_GP, F)
         up = tslice(tr, I, l, S_UP, F)
         act = tslice(tr, I, l, S_ACT, F)
-        outer_acc(lparam(G, I, l, L_DOWN, F * C), act, GX, F, C)
-        input_gradient(lparam(W, I, l, L_DOWN, F * C), lparam(WT, I, l, L_DOWN, F * C),
-                       GX, F, C, GUP, acc)
+        projection_backward(W, G, I, l, L_DOWN, act, GX, F, C, GUP, matrices)
         for f in range(F):
             ga = GUP[f]
             GGP[f] = ga * up[f] * silu_grad64(gp[f])
             GUP[f] = ga * silu64(gp[f])
-        outer_acc(lparam(G, I, l, L_GATE, C * F), hn, GGP, C, F)
-        outer_acc(lparam(G, I, l, L_UP, C * F), hn, GUP, C, F)
-        input_gradient(lparam(W, I, l, L_GATE, C * F), lparam(WT, I, l, L_GATE, C * F),
-                       GGP, C, F, GT, acc)
-        input_gradient(lparam(W, I, l, L_UP, C * F), lparam(WT, I, l, L_UP, C * F),
-                       GUP, C, F, GT2, acc)
+        projection_backward(W, G, I, l, L_GATE, hn, GGP, C, F, GT, matrices)
+        projection_backward(W, G, I, l, L_UP, hn, GUP, C, F, GT2, matrices)
         for i in range(C):
             GT[i] += GT2[i]
         rms_norm_backward(tslice(tr, I, l, S_XMID, C), lparam(W, I, l, L_POST_NORM, C), GT,
@@ -290,9 +289,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         # ---- output projection and gated RMSNorm: y = rmsnorm(o) * w * silu(z) ----
         xn = tslice(tr, I, l, S_XN, C)
         y = tslice(tr, I, l, S_Y, VD)
-        outer_acc(lparam(G, I, l, L_OUT, VD * C), y, GX, VD, C)
-        input_gradient(lparam(W, I, l, L_OUT, VD * C), lparam(WT, I, l, L_OUT, VD * C),
-                       GX, VD, C, GY, acc)
+        projection_backward(W, G, I, l, L_OUT, y, GX, VD, C, GY, matrices)
         z = tslice(tr, I, l, S_Z, VD)
         on = tslice(tr, I, l, S_ON, VD)
         zs = tslice(tr, I, l, S_ZS, VD)
@@ -308,9 +305,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
             lo = h * dv
             hi = lo + dv
             rms_norm_backward(ov[lo:hi], gn_w, GY[lo:hi], RMS_EPS, dv, GO[lo:hi], g_gnw)
-        outer_acc(lparam(G, I, l, L_Z, C * VD), xn, GZ, C, VD)
-        input_gradient(lparam(W, I, l, L_Z, C * VD), lparam(WT, I, l, L_Z, C * VD),
-                       GZ, C, VD, GXN, acc)
+        projection_backward(W, G, I, l, L_Z, xn, GZ, C, VD, GXN, matrices)
 
         # ---- gated delta rule, per value head ----
         qn = tslice(tr, I, l, S_QN, KD)
@@ -360,19 +355,13 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         # g_mem now holds dL/d(conv memory before the step)
 
         # ---- input projections: qkv, b, a (z done above) ----
-        outer_acc(lparam(G, I, l, L_QKV, C * QKV), xn, GQKV, C, QKV)
-        input_gradient(lparam(W, I, l, L_QKV, C * QKV), lparam(WT, I, l, L_QKV, C * QKV),
-                       GQKV, C, QKV, GT, acc)
+        projection_backward(W, G, I, l, L_QKV, xn, GQKV, C, QKV, GT, matrices)
         for i in range(C):
             GXN[i] += GT[i]
-        outer_acc(lparam(G, I, l, L_B, C * Hv), xn, GB, C, Hv)
-        input_gradient(lparam(W, I, l, L_B, C * Hv), lparam(WT, I, l, L_B, C * Hv),
-                       GB, C, Hv, GT, acc)
+        projection_backward(W, G, I, l, L_B, xn, GB, C, Hv, GT, matrices)
         for i in range(C):
             GXN[i] += GT[i]
-        outer_acc(lparam(G, I, l, L_A, C * Hv), xn, GA, C, Hv)
-        input_gradient(lparam(W, I, l, L_A, C * Hv), lparam(WT, I, l, L_A, C * Hv),
-                       GA, C, Hv, GT, acc)
+        projection_backward(W, G, I, l, L_A, xn, GA, C, Hv, GT, matrices)
         for i in range(C):
             GXN[i] += GT[i]
         rms_norm_backward(tslice(tr, I, l, S_X_IN, C), lparam(W, I, l, L_IN_NORM, C), GXN,

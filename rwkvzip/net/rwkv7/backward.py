@@ -9,7 +9,8 @@ statistics, recomputed in exactly the forward's order).
 
 Truncated BPTT over T steps: run forward_step for each step keeping (state_old, state_new,
 trace); then call backward_step from the last step to the first with one gstate array, zero
-before the last step. Each call adds that step's parameter gradient into G and turns
+before the last step. Each call adds that step's parameter gradient into G (the matrices'
+into G too, or into a record the optimizer forms them from: net/gradrec.py) and turns
 dL/d(state after the step) into dL/d(state before it).
 
 Conventions as in the forward kernels: matrices are input-major (M[i * n_out + o]); every
@@ -33,6 +34,7 @@ from rwkvzip.net.common import (
     gslice,
     head_backward,
     lparam,
+    projection_backward,
     tslice,
 )
 from rwkvzip.net.rwkv7.forward import (
@@ -120,7 +122,7 @@ from rwkvzip.net.rwkv7.forward import (
     layer_state,
 )
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.linalg import input_gradient, layer_norm_backward, outer_acc, vec_acc
+from rwkvzip.ops.linalg import layer_norm_backward, vec_acc
 
 # ---- scratch layout: N_CVEC vectors of C, then FF, then the largest low rank, then 2 * N ----
 (
@@ -219,23 +221,8 @@ def wkv_backward(states, inputs, grads, scratch, N):
 
 
 @jit
-def lowrank_out(gout, hid, M2, rank, n_out, G2, gh, twin):
-    """Second half of a low-rank projection out = hid · M2: G2 += hid gout^T, gh = M2 gout
-    (twin: M2's output-major twin and a float64 buffer, see linalg.input_gradient)."""
-    outer_acc(G2, hid, gout, rank, n_out)
-    input_gradient(M2, twin[0], gout, rank, n_out, gh, twin[1])
-
-
-@jit
-def lowrank_in(gh, xin, M1, n_in, rank, G1, gx, twin):
-    """First half, hid = act(xin · M1), act' already applied to gh: G1 += xin gh^T, gx = M1 gh."""
-    outer_acc(G1, xin, gh, n_in, rank)
-    input_gradient(M1, twin[0], gh, n_in, rank, gx, twin[1])
-
-
-@jit
 def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, scratch,
-                  twin):
+                  matrices):
     """Add d(-ln p[symbol]) / dW of one forward step into G; map gstate back one step.
 
     token      the byte the step read (its embedding row gets the input gradient)
@@ -247,11 +234,12 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     gstate     in: dL/d(state_new) (zeros for a single step); out: dL/d(state_old)
     I, floor   the index table and the output floor the forward used
     scratch    float32 work array of at least backward_scratch_size(I) entries
-    twin       (WT, acc): W's matrices as output-major twins (linalg.refresh_twins) and a
-               float64 buffer for the input gradients read from them, or an empty WT
-               (net.common.no_twin) to read W itself; the same bits either way
+    matrices   (WT, acc, rec): W's matrices as output-major twins (linalg.refresh_twins) and
+               a float64 buffer for the input gradients read from them, or an empty WT to
+               read W itself (the same bits either way); and the record that keeps the
+               matrices' gradients (net/gradrec.py), or an empty one: into G with the rest
+               (net.common.dense_matrices: both empty)
     """
-    WT, acc = twin
     C = I[D_C]
     L = I[D_L]
     V = I[D_V]
@@ -289,7 +277,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     GU = scratch[o + N:o + 2 * N]
 
     # ---- output: bias, LM head, final layer norm ----
-    head_backward(symbol, W, G, tr, I, floor, GT, GX, twin)
+    head_backward(symbol, W, G, tr, I, floor, GT, GX, matrices)
     for c in range(C):
         GVF[c] = 0.0
     vfirst = gslice(tr, I, T_VFIRST, C)
@@ -305,14 +293,10 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         fxk = tslice(tr, I, l, S_FXK, C)
         fn = tslice(tr, I, l, S_FN, C)
         fxp = tslice(tr, I, l, S_FXP, C)
-        outer_acc(lparam(G, I, l, L_F_VAL, FF * C), fk, GX, FF, C)
-        input_gradient(lparam(W, I, l, L_F_VAL, FF * C), lparam(WT, I, l, L_F_VAL, FF * C), GX,
-                       FF, C, GF, acc)
+        projection_backward(W, G, I, l, L_F_VAL, fk, GX, FF, C, GF, matrices)
         for j in range(FF):
             GF[j] = GF[j] * (2.0 * fpre[j]) if fpre[j] > 0.0 else 0.0
-        outer_acc(lparam(G, I, l, L_F_KEY, C * FF), fxk, GF, C, FF)
-        input_gradient(lparam(W, I, l, L_F_KEY, C * FF), lparam(WT, I, l, L_F_KEY, C * FF), GF,
-                       C, FF, GT, acc)
+        projection_backward(W, G, I, l, L_F_KEY, fxk, GF, C, FF, GT, matrices)
         # fxk = fn + (prev - fn) * mix; the new state's ffn_prev is fn
         fmix = lparam(W, I, l, L_F_XK, C)
         gfmix = lparam(G, I, l, L_F_XK, C)
@@ -335,9 +319,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         ygate = tslice(tr, I, l, S_YGATE, C)
         yhead = tslice(tr, I, l, S_YHEAD, C)
         gate = tslice(tr, I, l, S_G, C)
-        outer_acc(lparam(G, I, l, L_WO, C * C), ygate, GX, C, C)
-        input_gradient(lparam(W, I, l, L_WO, C * C), lparam(WT, I, l, L_WO, C * C), GX,
-                       C, C, GT, acc)
+        projection_backward(W, G, I, l, L_WO, ygate, GX, C, C, GT, matrices)
         for c in range(C):
             GG[c] = GT[c] * yhead[c]
             GYH[c] = GT[c] * gate[c]
@@ -432,12 +414,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
                 GT[c] = gv * (vfirst[c] - vpre[c]) * (n_c * (1.0 - n_c))
                 GV[c] = gv * (1.0 - n_c)
             vec_acc(lparam(G, I, l, L_V0, C), GT, C)
-            lowrank_out(GT, tslice(tr, I, l, S_VH, Dv), lparam(W, I, l, L_V2, Dv * C), Dv, C,
-                        lparam(G, I, l, L_V2, Dv * C), GH,
-                        (lparam(WT, I, l, L_V2, Dv * C), acc))
-            lowrank_in(GH, xv, lparam(W, I, l, L_V1, C * Dv), C, Dv,
-                       lparam(G, I, l, L_V1, C * Dv), GXV,
-                       (lparam(WT, I, l, L_V1, C * Dv), acc))
+            projection_backward(W, G, I, l, L_V2, tslice(tr, I, l, S_VH, Dv), GT, Dv, C, GH,
+                                matrices)
+            projection_backward(W, G, I, l, L_V1, xv, GH, C, Dv, GXV, matrices)
         else:
             for c in range(C):  # layer 0 published v = vpre as v_first
                 GV[c] += GVF[c]
@@ -449,12 +428,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
             GA[c] = GA[c] * (a[c] * (1.0 - a[c]))
         vec_acc(lparam(G, I, l, L_A0, C), GA, C)
         xaa = tslice(tr, I, l, S_XAA, C)
-        lowrank_out(GA, tslice(tr, I, l, S_AH, Da), lparam(W, I, l, L_A2, Da * C), Da, C,
-                    lparam(G, I, l, L_A2, Da * C), GH,
-                    (lparam(WT, I, l, L_A2, Da * C), acc))
-        lowrank_in(GH, xaa, lparam(W, I, l, L_A1, C * Da), C, Da,
-                   lparam(G, I, l, L_A1, C * Da), GT,
-                   (lparam(WT, I, l, L_A1, C * Da), acc))
+        projection_backward(W, G, I, l, L_A2, tslice(tr, I, l, S_AH, Da), GA, Da, C, GH,
+                            matrices)
+        projection_backward(W, G, I, l, L_A1, xaa, GH, C, Da, GT, matrices)
         mix_backward(GT, lparam(W, I, l, L_X_A, C), axp, xa, C, GXA, g_att,
                      lparam(G, I, l, L_X_A, C))
 
@@ -466,47 +442,33 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         vec_acc(lparam(G, I, l, L_W0, C), GW, C)
         xw = tslice(tr, I, l, S_XW, C)
         wh = tslice(tr, I, l, S_WH, Dw)
-        lowrank_out(GW, wh, lparam(W, I, l, L_W2, Dw * C), Dw, C,
-                    lparam(G, I, l, L_W2, Dw * C), GH,
-                    (lparam(WT, I, l, L_W2, Dw * C), acc))
+        projection_backward(W, G, I, l, L_W2, wh, GW, Dw, C, GH, matrices)
         for d in range(Dw):
             GH[d] = GH[d] * (1.0 - wh[d] * wh[d])
-        lowrank_in(GH, xw, lparam(W, I, l, L_W1, C * Dw), C, Dw,
-                   lparam(G, I, l, L_W1, C * Dw), GT,
-                   (lparam(WT, I, l, L_W1, C * Dw), acc))
+        projection_backward(W, G, I, l, L_W1, xw, GH, C, Dw, GT, matrices)
         mix_backward(GT, lparam(W, I, l, L_X_W, C), axp, xa, C, GXA, g_att,
                      lparam(G, I, l, L_X_W, C))
 
         # output gate g = sigmoid(xg G1) G2
         xg = tslice(tr, I, l, S_XG, C)
         gh = tslice(tr, I, l, S_GH, Dg)
-        lowrank_out(GG, gh, lparam(W, I, l, L_G2, Dg * C), Dg, C,
-                    lparam(G, I, l, L_G2, Dg * C), GH,
-                    (lparam(WT, I, l, L_G2, Dg * C), acc))
+        projection_backward(W, G, I, l, L_G2, gh, GG, Dg, C, GH, matrices)
         for d in range(Dg):
             GH[d] = GH[d] * (gh[d] * (1.0 - gh[d]))
-        lowrank_in(GH, xg, lparam(W, I, l, L_G1, C * Dg), C, Dg,
-                   lparam(G, I, l, L_G1, C * Dg), GT,
-                   (lparam(WT, I, l, L_G1, C * Dg), acc))
+        projection_backward(W, G, I, l, L_G1, xg, GH, C, Dg, GT, matrices)
         mix_backward(GT, lparam(W, I, l, L_X_G, C), axp, xa, C, GXA, g_att,
                      lparam(G, I, l, L_X_G, C))
 
         # r, k, v projections and their token-shift mixes
         xr = tslice(tr, I, l, S_XR, C)
-        outer_acc(lparam(G, I, l, L_WR, C * C), xr, GR, C, C)
-        input_gradient(lparam(W, I, l, L_WR, C * C), lparam(WT, I, l, L_WR, C * C), GR,
-                       C, C, GT, acc)
+        projection_backward(W, G, I, l, L_WR, xr, GR, C, C, GT, matrices)
         mix_backward(GT, lparam(W, I, l, L_X_R, C), axp, xa, C, GXA, g_att,
                      lparam(G, I, l, L_X_R, C))
         xk = tslice(tr, I, l, S_XK, C)
-        outer_acc(lparam(G, I, l, L_WK, C * C), xk, GK, C, C)
-        input_gradient(lparam(W, I, l, L_WK, C * C), lparam(WT, I, l, L_WK, C * C), GK,
-                       C, C, GT, acc)
+        projection_backward(W, G, I, l, L_WK, xk, GK, C, C, GT, matrices)
         mix_backward(GT, lparam(W, I, l, L_X_K, C), axp, xa, C, GXA, g_att,
                      lparam(G, I, l, L_X_K, C))
-        outer_acc(lparam(G, I, l, L_WV, C * C), xv, GV, C, C)
-        input_gradient(lparam(W, I, l, L_WV, C * C), lparam(WT, I, l, L_WV, C * C), GV,
-                       C, C, GT, acc)
+        projection_backward(W, G, I, l, L_WV, xv, GV, C, C, GT, matrices)
         for c in range(C):
             GT[c] += GXV[c]
         mix_backward(GT, lparam(W, I, l, L_X_V, C), axp, xa, C, GXA, g_att,
