@@ -19,8 +19,8 @@ from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
 # a kernel that alters a single bit of a probability needs a new contract version.
-NUMERIC_CONTRACT = 1
-SUPPORTED_CONTRACTS = frozenset({1})
+NUMERIC_CONTRACT = 2
+SUPPORTED_CONTRACTS = frozenset({1, 2})
 
 # Smallest probability of any byte (the rest is scaled by 1 - 256 * floor).
 PROB_FLOOR = 2.0**-20

@@ -2,18 +2,19 @@
 
 import numpy as np
 
-from rwkvzip.net.common import dense_matrices
+from rwkvzip.net.common import dense_matrices, narrow_sums
 from rwkvzip.net.gradrec import flush, new_record, no_record, record_into
 from rwkvzip.ops.linalg import refresh_twins
 
 
-def twin_of(model, W, rec=None):
+def twin_of(model, W, rec=None, contract=1):
     """The backward's `matrices` argument with W's matrices as output-major twins (and
     their gradients into G, or into a record)."""
     WT = np.zeros_like(W)
     table = model.layout.twin_table()
     refresh_twins(W, WT, table)
-    return WT, np.zeros(int(table[:, 1].max()), np.float64), no_record() if rec is None else rec
+    return (WT, np.zeros(int(table[:, 1].max()), np.float64),
+            no_record() if rec is None else rec, narrow_sums(contract))
 
 
 def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symbols, floor,
@@ -81,6 +82,15 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     assert not any(G4[o:o + a * b].any() for o, a, b in table)
     flush(rec, 3, G4)
     assert np.array_equal(G1, G4) and np.array_equal(s1, s4)
+    # numeric contract 2: float32 input-gradient sums, the same bits from W and from twins,
+    # close to contract 1's float64 ones
+    G5, s5 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
+                              [2, 3, 4], floor, dense_matrices(2))
+    G6, s6 = kernel_gradients(forward_step, backward_step, model, W, state0, [1, 2, 3],
+                              [2, 3, 4], floor, twin_of(model, W, contract=2))
+    assert np.array_equal(G5, G6) and np.array_equal(s5, s6)
+    assert not np.array_equal(G1, G5)
+    np.testing.assert_allclose(G5, G1, rtol=1e-3, atol=1e-4 * np.abs(G1).max())
     I = model.index
     state = state0.copy()
     tr = np.zeros(model.trace_size, np.float32)

@@ -8,6 +8,7 @@ import pytest
 from rwkvzip.recipe import (
     DEFAULT_LEVEL,
     LEVELS,
+    SUPPORTED_CONTRACTS,
     Recipe,
     RecipeError,
     default_recipe,
@@ -28,7 +29,7 @@ def test_canonical_json_roundtrip(tiny_recipe):
 @pytest.mark.parametrize("change,message", [
     ({"arch": "mamba99"}, "unknown architecture"),
     ({"arch": 1}, "unknown architecture"),
-    ({"contract": 2}, "numeric contract 2 is not supported"),
+    ({"contract": 3}, "numeric contract 3 is not supported"),
     ({"optimizer": "lion"}, "unknown optimizer"),
     ({"lr": "fast"}, "wrong type"),
     ({"seed": -1}, "seed"),
@@ -42,9 +43,29 @@ def test_invalid_recipes_are_refused(tiny_recipe, change, message):
         Recipe.from_dict(d)
 
 
+def test_recompute_is_written_only_when_off(tiny_recipe):
+    """TBPTT's recompute is on in every recipe before the field: those keep their JSON."""
+    tbptt = replace(tiny_recipe, bptt=8, ckpt=8)
+    assert b"recompute" not in tbptt.to_json()
+    off = with_overrides(tbptt, recompute=0)
+    assert off.recompute is False and b'"recompute":false' in off.to_json()
+    assert Recipe.from_json(off.to_json()) == off
+    assert with_overrides(tbptt, recompute="false") == off
+    for bad in ({"recompute": 0}, {"recompute": "no"}):
+        d = json.loads(tbptt.to_json()) | bad
+        with pytest.raises(RecipeError, match="wrong type"):
+            Recipe.from_dict(d)
+    with pytest.raises(RecipeError, match="0 or 1"):
+        with_overrides(tbptt, recompute=2)
+    with pytest.raises(RecipeError, match="truncated BPTT"):
+        with_overrides(replace(tbptt, bptt=1), recompute=0)
+    with pytest.raises(RecipeError, match="truncated BPTT"):
+        replace(tbptt, bptt=1, recompute=False).validate()
+
+
 def test_default_recipe_is_a_frozen_preset():
     assert preset_id_of(default_recipe()) is not None
-    assert all(card.recipe.contract == 1 for card in preset_cards().values())
+    assert all(card.recipe.contract in SUPPORTED_CONTRACTS for card in preset_cards().values())
 
 
 def test_overrides_change_only_what_is_given():

@@ -108,6 +108,32 @@ def test_tbptt1_and_bptt1_take_the_same_first_step():
     assert not np.array_equal(one.W, seg.W)
 
 
+@pytest.mark.parametrize("ckpt", [6, 4])
+def test_tbptt_without_recompute_goes_on_from_the_live_state(ckpt):
+    """The first segment's steps read the start and bytes 0 .. T - 2; reading byte T - 1 the
+    update fires. With recompute the new weights then reread the segment from its start
+    state; without, the state the old weights' forward passes left goes on. Either way the
+    new weights then read byte T - 1 and predict byte T. (run_bytes records each byte's row
+    before reading the byte.)"""
+    T = 6
+    data = TEXT[:T + 1]
+    for recompute in (True, False):
+        pred = Predictor(recipe(bptt=T, ckpt=ckpt, recompute=recompute))
+        old = restart(pred)  # the starting weights, frozen
+        live = restart(pred)
+        rows = run_bytes(pred, data)
+        assert np.array_equal(rows[:T], run_bytes(old, data[:T]))
+        new = restart(pred)  # the updated weights, frozen
+        if recompute:
+            run_bytes(new, data[:T])
+            expect = run_bytes(new, data[T:])
+        else:
+            run_bytes(live, data[:T - 1])
+            new.state[:] = live.state
+            expect = run_bytes(new, data[T - 1:])[1:]
+        assert np.array_equal(rows[T:], expect)
+
+
 @pytest.mark.parametrize("scope,groups", [
     ("attn", {"attn"}),
     ("ffn+bias", {"ffn", "bias"}),

@@ -143,7 +143,6 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
     n, ns, nt = model.layout.size, model.state_size, model.trace_size
     whole, tbptt = recipe.bptt >= 1, recipe.bptt >= 2
     matrices = model.layout.twin_table()  # what the backward's record keeps (net/gradrec.py)
-    widest = int(matrices[:, 1:3].max(initial=1))
     K = min(recipe.ckpt, recipe.bptt) if tbptt else 1
     n_chunks = -(-recipe.bptt // K) if tbptt else 1
     f32 = np.float32
@@ -160,11 +159,10 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
         "gstate": ((ns if whole else 1,), f32),
         "scratch": ((model.backward_scratch_size() if whole else 1,), f32),
         "WT": ((n if tbptt else 0,), f32),
-        "acc": ((widest if tbptt else 1,), np.float64),
+        "acc": ((int(matrices[:, 1].max(initial=1)) if tbptt else 1,), np.float64),
         "REC": ((max(recipe.bptt, 1), int(matrices[:, 1:3].sum())) if whole else (0, 0), f32),
         "TAB": ((len(matrices) if whole else 0, 4), np.int64),
         "CUR": ((3,), np.int64),
-        "buf": ((widest if whole else 1,), f32),
     }
 
 
@@ -204,6 +202,7 @@ class NetworkPredictor(Predictor):
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         F[optim.F_RECOMPUTE] = float(recipe.recompute)
+        F[optim.F_CONTRACT] = recipe.contract
         self.F = F
         self.arch = model.arch_id if network else stepper.ARCH_NONE
         buffers = network_buffers(recipe)
@@ -236,7 +235,7 @@ class NetworkPredictor(Predictor):
         self.training = stepper.Training(self.O, self.G, self.R, self.RV, self.toks, self.ckpt,
                                          self.rs, self.rt, self.gstate, self.scratch, self.WT,
                                          model.layout.twin_table(), self.acc,
-                                         (self.REC, self.TAB, self.CUR), self.buf)
+                                         (self.REC, self.TAB, self.CUR))
         self.weights_changed()
         self.begin()
 

@@ -47,8 +47,8 @@ Training and Mixing):
              gradients ~4x faster with the same bits; empty in the other modes, where
              weights change every byte and refreshing would cost more than it saves
   acc        float64 buffer of those input gradients
-  rec, buf   the matrices' gradients of a segment's backward steps kept as their factors
-             (net/gradrec.py), which the optimizer forms row by row into buf
+  rec        the matrices' gradients of a segment's backward steps kept as their factors
+             (net/gradrec.py), which the optimizer forms row by row (in G) as it steps
   CT, HB, S, MX, ST   the mixer's tables, history, state, floats and stretch table
                       (context.py, mixer.py; one-element dummies without mixing)
   decoder    (words, state) of coder.new_decoder: the stream a DECODE block reads (stand-ins
@@ -71,6 +71,7 @@ from rwkvzip.net.gradrec import record_into
 from rwkvzip.net.optim import (
     F_BPTT,
     F_CKPT,
+    F_CONTRACT,
     F_FLOOR,
     F_MIX,
     F_MODE,
@@ -93,7 +94,7 @@ MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
 # The kernels' argument bundles (plain tuples to numba; built by codec.Predictor)
 Net = namedtuple("Net", "W state tr P I F")
-Training = namedtuple("Training", "O G R RV toks ckpt rs rt gstate scratch WT twins acc rec buf")
+Training = namedtuple("Training", "O G R RV toks ckpt rs rt gstate scratch WT twins acc rec")
 Mixing = namedtuple("Mixing", "CT HB S MX ST")
 
 
@@ -112,7 +113,7 @@ def forward(arch, token, W, state, tr, I, F):
 def backward(arch, j, token, symbol, net, train, s_old, s_new, tr):
     """Step j's backward pass (its matrices' gradients into row j of the record)."""
     W, _, _, _, I, F = net
-    matrices = (train.WT, train.acc, train.rec)
+    matrices = (train.WT, train.acc, train.rec, int(F[F_CONTRACT] >= 2.0))
     record_into(train.rec, j)
     if arch == ARCH_RWKV7:
         rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
@@ -129,7 +130,7 @@ def step_optimizer(net, train, steps):
     """One optimizer step from the gradients of the last `steps` backward steps (their
     mean)."""
     apply_gradients(net.W, train.O, train.G, (train.R, train.RV), net.F, 1.0 / steps,
-                    train.rec, steps, train.buf)
+                    train.rec, steps)
 
 
 @jit(inline="always")

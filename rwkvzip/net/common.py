@@ -122,10 +122,17 @@ def logit_gradient(symbol, tr, I, floor):
     return g
 
 
-def dense_matrices() -> tuple:
+def dense_matrices(contract: int = 1) -> tuple:
     """The `matrices` argument of a backward pass that reads its matrices from W itself and
-    adds their gradients into G."""
-    return np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.float64), no_record()
+    adds their gradients into G, under numeric contract `contract`."""
+    return (np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.float64), no_record(),
+            narrow_sums(contract))
+
+
+def narrow_sums(contract: int) -> int:
+    """The `narrow` flag of the backward's matrices: float32 input-gradient sums (numeric
+    contract 2 and later) instead of float64."""
+    return int(contract >= 2)
 
 
 @jit
@@ -138,12 +145,12 @@ def head_backward(symbol, W, G, tr, I, floor, gt, gx, matrices):
     """
     C = I[D_C]
     V = I[D_V]
-    WT, acc, rec = matrices
+    WT, acc, rec, narrow = matrices
     glog = logit_gradient(symbol, tr, I, floor)
     vec_acc(gparam(G, I, P_BIAS, V), glog, V)
     weight_gradient(G, goff(I, P_HEAD), gslice(tr, I, T_XN, C), glog, C, V, rec)
     input_gradient(gparam(W, I, P_HEAD, C * V), gparam(WT, I, P_HEAD, C * V), glog, C, V,
-                   gt, acc)
+                   gt, acc, narrow)
     for c in range(C):
         gx[c] = 0.0
     layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gt,
@@ -155,11 +162,11 @@ def head_backward(symbol, W, G, tr, I, floor, gt, gx, matrices):
 def projection_backward(W, G, I, l, slot, x, g, n_in, n_out, gx, matrices):
     """Back through y = x · M of the layer's matrix `slot`: its gradient x g^T (into G or the
     record), and gx = M g (from its output-major twin where there is one)."""
-    WT, acc, rec = matrices
+    WT, acc, rec, narrow = matrices
     off = loff(I, l, slot)
     n = n_in * n_out
     weight_gradient(G, off, x, g, n_in, n_out, rec)
-    input_gradient(W[off:off + n], WT[off:off + n], g, n_in, n_out, gx, acc)
+    input_gradient(W[off:off + n], WT[off:off + n], g, n_in, n_out, gx, acc, narrow)
 
 
 @jit

@@ -30,7 +30,8 @@ from rwkvzip.ops.jit import jit
 
 # F slots
 (F_LR, F_BETA1, F_BETA2, F_EPS, F_OPT, F_STEP, F_B1POW, F_B2POW, F_FLOOR, F_CLIP, F_WARMUP,
- F_DECAY, F_LR_MIN, F_SEEN, F_MODE, F_BPTT, F_CKPT, F_SEGPOS, F_MIX, F_RECOMPUTE) = range(20)
+ F_DECAY, F_LR_MIN, F_SEEN, F_MODE, F_BPTT, F_CKPT, F_SEGPOS, F_MIX, F_RECOMPUTE,
+ F_CONTRACT) = range(21)
 N_F = 24
 OPT_SGD, OPT_ADAM = 0, 1
 TINY = 1e-30  # values below this are flushed to zero (see apply_update)
@@ -111,10 +112,11 @@ def trains(R, off):
 
 
 @jit
-def apply_gradients(W, O, G, scope, F, scale, rec, steps, buf):
+def apply_gradients(W, O, G, scope, F, scale, rec, steps):
     """One optimizer step from the gradient (times `scale`), which G accumulated, or for the
-    matrices a record of `steps` backward steps holds (net/gradrec.py; each weight row's
-    gradient is formed into buf as it is updated). G is left zero.
+    matrices a record of `steps` backward steps holds (net/gradrec.py: each weight row's
+    gradient is formed in its zero row of G just before its update, while it is in cache).
+    G is left zero.
 
     scope: (R, RV), the scope table over all parameters and over all but the matrices."""
     R, RV = scope
@@ -127,11 +129,11 @@ def apply_gradients(W, O, G, scope, F, scale, rec, steps, buf):
             off, n_in, n_out = TAB[m, 0], TAB[m, 1], TAB[m, 2]
             if not trains(R, off):
                 continue
-            g = buf[:n_out]
             for i in range(n_in):
-                row_gradient(rec, m, i, steps, g)
                 a = off + i * n_out
-                apply_update(W[a:a + n_out], O, a, g, scale, n_out, F, lr, bc1, bc2, False)
+                g = G[a:a + n_out]
+                row_gradient(rec, m, i, steps, g)
+                apply_update(W[a:a + n_out], O, a, g, scale, n_out, F, lr, bc1, bc2, True)
     for row in range(rows.shape[0]):
         a = rows[row, 0]
         b = rows[row, 1]

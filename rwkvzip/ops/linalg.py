@@ -111,8 +111,9 @@ def softmax_with_floor(logits, floor, q, p):
 
 
 @jit
-def matvec_t(M, g, n_in, n_out, x):
-    """x = M g: the input gradient of y = x · M (input-major M), each sum in output order.
+def matvec_t(M, g, n_in, n_out, x, zero):
+    """x = M g: the input gradient of y = x · M (input-major M), each sum in output order,
+    accumulated in the type of `zero` (float64, or float32 under numeric contract 2).
 
     Four rows run side by side only to overlap their dependency chains; every x[i] is still
     the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
@@ -123,10 +124,10 @@ def matvec_t(M, g, n_in, n_out, x):
         r1 = M[(i + 1) * n_out:(i + 2) * n_out]
         r2 = M[(i + 2) * n_out:(i + 3) * n_out]
         r3 = M[(i + 3) * n_out:(i + 4) * n_out]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
+        s0 = zero
+        s1 = zero
+        s2 = zero
+        s3 = zero
         for o in range(n_out):
             go = g[o]
             s0 += r0[o] * go
@@ -138,7 +139,7 @@ def matvec_t(M, g, n_in, n_out, x):
         x[i + 2] = s2
         x[i + 3] = s3
     for i in range(n4, n_in):
-        s = 0.0
+        s = zero
         for o in range(n_out):
             s += M[i * n_out + o] * g[o]
         x[i] = s
@@ -161,13 +162,21 @@ def matvec_t_twin(MT, g, n_in, n_out, x, acc):
 
 
 @jit
-def input_gradient(M, MT, g, n_in, n_out, x, acc):
+def input_gradient(M, MT, g, n_in, n_out, x, acc, narrow):
     """x = M g (the input gradient of y = x · M): from the twin MT where the caller keeps one
-    (MT not empty), else from M itself. Both give the same bits."""
-    if MT.shape[0] > 0:
+    (MT not empty), else from M itself; both give the same bits. Each x[i] sums over the
+    outputs in index order, in float64, or with `narrow` (numeric contract 2) in float32:
+    from the twin that is the forward's own matvec, twice the SIMD width and no conversions
+    (measured ~2x faster)."""
+    if narrow:
+        if MT.shape[0] > 0:
+            matvec(MT, g, n_out, n_in, x)
+        else:
+            matvec_t(M, g, n_in, n_out, x, np.float32(0.0))
+    elif MT.shape[0] > 0:
         matvec_t_twin(MT, g, n_in, n_out, x, acc)
     else:
-        matvec_t(M, g, n_in, n_out, x)
+        matvec_t(M, g, n_in, n_out, x, 0.0)
 
 
 @jit
