@@ -73,19 +73,58 @@ def weight_gradient(G, off, x, g, n_in, n_out, rec):
 
 
 @jit
-def row_gradient(rec, m, i, steps, out):
-    """out += row i of matrix m's gradient over REC rows steps - 1 ... 0 (the backward's
-    order): on a zero `out`, exactly what G would have received."""
+def add_rows_gradient(rec, m, i, rows, steps, out):
+    """out += rows i .. i + rows - 1 of matrix m's gradient (rows 4 or 1; out holds them
+    side by side): for each weight the terms of REC rows steps - 1 ... 0 (the backward's
+    order) one after another, so on a zero `out` exactly what G would have received.
+    Four weight rows and two steps a pass: each step's g is loaded once for four rows and
+    `out` a quarter as often (measured 1.5-2x faster than a row and a step a pass)."""
     REC, TAB, _ = rec
     n_in = TAB[m, 1]
-    n_out = TAB[m, 2]
+    n = TAB[m, 2]
     x = TAB[m, 3] + i
     lo = TAB[m, 3] + n_in
-    for j in range(steps - 1, -1, -1):
-        xj = REC[j, x]
-        gj = REC[j, lo:lo + n_out]
-        for o in range(n_out):
-            out[o] += xj * gj[o]
+    if rows == 4:
+        o0 = out[0:n]
+        o1 = out[n:2 * n]
+        o2 = out[2 * n:3 * n]
+        o3 = out[3 * n:4 * n]
+        j = steps - 1
+        while j >= 1:
+            a0, a1, a2, a3 = REC[j, x], REC[j, x + 1], REC[j, x + 2], REC[j, x + 3]
+            b0, b1, b2, b3 = REC[j - 1, x], REC[j - 1, x + 1], REC[j - 1, x + 2], \
+                REC[j - 1, x + 3]
+            ga = REC[j, lo:lo + n]
+            gb = REC[j - 1, lo:lo + n]
+            for o in range(n):
+                p = ga[o]
+                q = gb[o]
+                o0[o] = (o0[o] + a0 * p) + b0 * q
+                o1[o] = (o1[o] + a1 * p) + b1 * q
+                o2[o] = (o2[o] + a2 * p) + b2 * q
+                o3[o] = (o3[o] + a3 * p) + b3 * q
+            j -= 2
+        if j == 0:
+            a0, a1, a2, a3 = REC[0, x], REC[0, x + 1], REC[0, x + 2], REC[0, x + 3]
+            ga = REC[0, lo:lo + n]
+            for o in range(n):
+                p = ga[o]
+                o0[o] += a0 * p
+                o1[o] += a1 * p
+                o2[o] += a2 * p
+                o3[o] += a3 * p
+    else:
+        for j in range(steps - 1, -1, -1):
+            a0 = REC[j, x]
+            ga = REC[j, lo:lo + n]
+            for o in range(n):
+                out[o] += a0 * ga[o]
+
+
+@jit
+def row_blocks(n_in):
+    """How add_rows_gradient covers a matrix's rows: blocks of 4, then single rows."""
+    return n_in - n_in % 4
 
 
 @jit
@@ -94,5 +133,9 @@ def flush(rec, steps, G):
     TAB, CUR = rec[1], rec[2]
     for m in range(CUR[2]):
         off, n_in, n_out = TAB[m, 0], TAB[m, 1], TAB[m, 2]
-        for i in range(n_in):
-            row_gradient(rec, m, i, steps, G[off + i * n_out:off + (i + 1) * n_out])
+        n4 = row_blocks(n_in)
+        i = 0
+        while i < n_in:
+            rows = 4 if i < n4 else 1
+            add_rows_gradient(rec, m, i, rows, steps, G[off + i * n_out:off + (i + rows) * n_out])
+            i += rows

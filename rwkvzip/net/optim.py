@@ -25,7 +25,7 @@ from rwkvzip.net.common import (
     gslice,
     logit_gradient,
 )
-from rwkvzip.net.gradrec import row_gradient
+from rwkvzip.net.gradrec import add_rows_gradient, row_blocks
 from rwkvzip.ops.jit import jit
 
 # F slots
@@ -114,8 +114,9 @@ def trains(R, off):
 @jit
 def apply_gradients(W, O, G, scope, F, scale, rec, steps):
     """One optimizer step from the gradient (times `scale`), which G accumulated, or for the
-    matrices a record of `steps` backward steps holds (net/gradrec.py: each weight row's
-    gradient is formed in its zero row of G just before its update, while it is in cache).
+    matrices a record of `steps` backward steps holds (net/gradrec.py: the gradient of each
+    few weight rows is formed in their zero rows of G just before their update, while they
+    are in cache).
     G is left zero.
 
     scope: (R, RV), the scope table over all parameters and over all but the matrices."""
@@ -129,11 +130,15 @@ def apply_gradients(W, O, G, scope, F, scale, rec, steps):
             off, n_in, n_out = TAB[m, 0], TAB[m, 1], TAB[m, 2]
             if not trains(R, off):
                 continue
-            for i in range(n_in):
+            n4 = row_blocks(n_in)
+            i = 0
+            while i < n_in:
+                block = 4 if i < n4 else 1
                 a = off + i * n_out
-                g = G[a:a + n_out]
-                row_gradient(rec, m, i, steps, g)
-                apply_update(W[a:a + n_out], O, a, g, scale, n_out, F, lr, bc1, bc2, True)
+                b = a + block * n_out
+                add_rows_gradient(rec, m, i, block, steps, G[a:b])
+                apply_update(W[a:b], O, a, G[a:b], scale, b - a, F, lr, bc1, bc2, True)
+                i += block
     for row in range(rows.shape[0]):
         a = rows[row, 0]
         b = rows[row, 1]
