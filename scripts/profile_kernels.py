@@ -34,7 +34,9 @@ from rwkvzip.coding import coder
 from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
+from rwkvzip.net.common import narrow_sums
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
+from rwkvzip.net.gradrec import no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
 from rwkvzip.ops.jit import jit
@@ -43,7 +45,6 @@ from rwkvzip.ops.linalg import (
     l2_normalize,
     layer_norm,
     matvec,
-    outer_acc,
     refresh_twins,
     rms_norm,
     softmax_with_floor,
@@ -82,32 +83,24 @@ def loop_forward(arch, data, W, state, tr, I, floor):
 
 
 @jit(cache=False)
-def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratch, twin):
-    """RWKV-7: each byte's forward step, then its backward step (one byte's gradient)."""
+def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratch, matrices):
+    """RWKV-7: each byte's forward step, then its backward step (one byte's gradient; the
+    matrices' gradients into the rows of the record in turn, as a segment's steps do)."""
+    rec = matrices[2]
     for t in range(data.shape[0] - 1):
         for i in range(state.shape[0]):
             s_old[i] = state[i]
             gstate[i] = 0.0
         KR.forward_step(data[t], W, state, tr, I, floor)
+        record_into(rec, t % rec[0].shape[0])
         rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate, I,
-                                     floor, scratch, twin)
+                                     floor, scratch, matrices)
 
 
 @jit(cache=False)
-def loop_outer(G, shapes, x, g, n):
-    """The weight-gradient outer products of one backward step (every matrix), n times."""
+def loop_optimizer(W, O, G, scope, F, rec, steps, n):
     for _ in range(n):
-        o = 0
-        for m in range(shapes.shape[0]):
-            n_in, n_out = shapes[m, 0], shapes[m, 1]
-            outer_acc(G[o:o + n_in * n_out], x, g, n_in, n_out)
-            o += n_in * n_out
-
-
-@jit(cache=False)
-def loop_optimizer(W, O, G, R, F, n):
-    for _ in range(n):
-        optim.apply_gradients(W, O, G, R, F, 0.125)
+        optim.apply_gradients(W, O, G, scope, F, 1.0 / steps, rec, steps)
 
 
 @jit(cache=False)
@@ -472,8 +465,8 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
 def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     """µs a byte of the parts of -7's RWKV-7 TBPTT step, each timed alone on the predictor's
     arrays: the backward step (forward and backward of each byte, less the forward), the
-    weight-gradient outer products within it (every matrix of the layout, input-major), and
-    the optimizer, once a segment of `bptt` bytes."""
+    optimizer step once a segment of `bptt` bytes (forming the matrices' gradients from
+    the backward's record, and the update; and the update alone), and the twins' refresh."""
     prior = priors.resolve(recipe)
     pred = Predictor(recipe, None if prior is None else prior.W)
     buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
@@ -485,21 +478,21 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     forward = (time.perf_counter() - t) / len(buf)
     G = np.zeros_like(W)
     s_old, gstate = np.zeros_like(state), np.zeros_like(state)
-    twin = (pred.WT, pred.acc)  # what TBPTT's backward reads its input gradients from
-    loop_forward_backward(buf[:16], W, G, state, s_old, tr, gstate, I, floor, pred.scratch, twin)
+    rec = pred.training.rec
+    matrices = (pred.WT, pred.acc, rec, narrow_sums(recipe.contract))  # as stepper.backward
+    loop_forward_backward(buf[:16], W, G, state, s_old, tr, gstate, I, floor, pred.scratch,
+                          matrices)
     t = time.perf_counter()
-    loop_forward_backward(buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch, twin)
+    loop_forward_backward(buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch, matrices)
     both = (time.perf_counter() - t) / (len(buf) - 1)
-    shapes = np.array([s.shape[::-1] if s.transposed else s.shape for s in pred.model.layout.specs
-                       if len(s.shape) == 2 and not s.name.endswith("embeddings.weight")],
-                      dtype=np.int64)
-    widest = int(shapes.max())
-    x, g = np.ones(widest, dtype=np.float32), np.full(widest, 1e-3, dtype=np.float32)
-    outer = timed(lambda n: loop_outer(G, shapes, x, g, n))
-    opt = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, pred.R, pred.F.copy(), n))
+    T, scope = recipe.bptt, (pred.R, pred.RV)
+    step = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, scope, pred.F.copy(), rec,
+                                          T, n))
+    update = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, scope, pred.F.copy(),
+                                            no_record(), T, n))
     twins = timed(lambda n: loop_twins(W, pred.WT.copy(), pred.training.twins, n))
-    return {"backward": (both - forward) * 1e6, "outer": outer * 1e6,
-            "optimizer": opt / recipe.bptt * 1e6, "twins": twins / recipe.bptt * 1e6}
+    return {"backward": (both - forward) * 1e6, "optimizer": step / T * 1e6,
+            "formation": (step - update) / T * 1e6, "twins": twins / T * 1e6}
 
 
 def profile_levels(data: bytes) -> list[dict]:
@@ -527,16 +520,18 @@ def profile_levels(data: bytes) -> list[dict]:
         ("-7 level (prior adapting by TBPTT, mixed), kernels", whole_top),
         (f"-7's network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
          frozen_top),
-        ("-7's network alone, TBPTT(8) training", tbptt),
+        (f"-7's network alone, TBPTT({alone.bptt}) training", tbptt),
         ("  TBPTT step / forward (ratio)", tbptt / frozen_top),
         ("  of the step: one backward step (a byte's gradient)", parts["backward"]),
-        ("    of which the weight-gradient outer products", parts["outer"]),
-        (f"  of the step: the optimizer, once a segment of {alone.bptt} bytes",
+        (f"  of the step: the optimizer step, once a segment of {alone.bptt} bytes",
          parts["optimizer"]),
+        ("    of which forming the matrices' gradients from the backward's record",
+         parts["formation"]),
         ("  of the step: the matrices' output-major twins refreshed after it",
          parts["twins"]),
-        ("  of the step: two forwards (live, and the recompute after the update) and the "
-         "rest", tbptt - parts["backward"] - parts["optimizer"] - parts["twins"]),
+        ("  of the step: " + ("two forwards (live, and the recompute after the update)"
+                              if alone.recompute else "the live forward") + " and the rest",
+         tbptt - parts["backward"] - parts["optimizer"] - parts["twins"]),
     ]
     return [{"part": part, "us": round(us, 2)} for part, us in rows]
 
