@@ -346,6 +346,8 @@ def with_overrides(base: Recipe, **overrides) -> Recipe:
             raise RecipeError(f"{name} must be 0 or 1 (or true or false)")
         top_kw[name] = top_kw[name] in (1, "true")
     recipe = replace(base, model=replace(model, **model_kw), **top_kw)
+    if recipe.bptt < 2 and "recompute" not in top_kw:
+        recipe = replace(recipe, recompute=True)  # a setting of truncated BPTT alone
     if base.prior and (recipe.arch, recipe.model) != (base.arch, base.model):
         recipe = replace(recipe, prior="")  # the prior has its own size: seeded weights
     if mix is not None and recipe.counts is None:

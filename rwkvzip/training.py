@@ -33,7 +33,7 @@ Log = Callable[[str], None]
 
 def frozen(recipe: Recipe) -> Recipe:
     """The network alone with its weights fixed: what validation measures."""
-    return replace(recipe, lr=0.0, bptt=0, ckpt=16, mix=None, counts=None)
+    return replace(recipe, lr=0.0, bptt=0, ckpt=16, recompute=True, mix=None, counts=None)
 
 
 def document_bits(predictor: NetworkPredictor, data: bytes, rows: np.ndarray) -> float:

@@ -503,7 +503,7 @@ def profile_levels(data: bytes) -> list[dict]:
     overhead = decoder_overhead(default, data)
     whole_top = per_byte(top, data)["kernel"]
     alone = replace(top, mix=None)
-    frozen_top = per_byte(replace(alone, lr=0.0, bptt=0), data)["kernel"]
+    frozen_top = per_byte(replace(alone, lr=0.0, bptt=0, recompute=True), data)["kernel"]
     tbptt = per_byte(alone, data)["kernel"]
     parts = tbptt_parts(alone, data)
     rows = [

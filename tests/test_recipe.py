@@ -59,6 +59,7 @@ def test_recompute_is_written_only_when_off(tiny_recipe):
         with_overrides(tbptt, recompute=2)
     with pytest.raises(RecipeError, match="truncated BPTT"):
         with_overrides(replace(tbptt, bptt=1), recompute=0)
+    assert with_overrides(off, bptt=1).recompute  # leaving TBPTT leaves its setting too
     with pytest.raises(RecipeError, match="truncated BPTT"):
         replace(tbptt, bptt=1, recompute=False).validate()
 

@@ -63,7 +63,7 @@ import numpy as np
 
 from rwkvzip.cm import context, exe, image, mixer, sheet
 from rwkvzip.coding import coder
-from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient
+from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient, narrow_sums
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as gdn
 from rwkvzip.net.gdn.model import GdnModel
@@ -113,7 +113,7 @@ def forward(arch, token, W, state, tr, I, F):
 def backward(arch, j, token, symbol, net, train, s_old, s_new, tr):
     """Step j's backward pass (its matrices' gradients into row j of the record)."""
     W, _, _, _, I, F = net
-    matrices = (train.WT, train.acc, train.rec, int(F[F_CONTRACT] >= 2.0))
+    matrices = (train.WT, train.acc, train.rec, narrow_sums(F[F_CONTRACT]))
     record_into(train.rec, j)
     if arch == ARCH_RWKV7:
         rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,

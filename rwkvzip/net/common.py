@@ -129,10 +129,11 @@ def dense_matrices(contract: int = 1) -> tuple:
             narrow_sums(contract))
 
 
-def narrow_sums(contract: int) -> int:
-    """The `narrow` flag of the backward's matrices: float32 input-gradient sums (numeric
-    contract 2 and later) instead of float64."""
-    return int(contract >= 2)
+@jit
+def narrow_sums(contract):
+    """The `narrow` flag of the backward's matrices: float32 sums (numeric contract 2 and
+    later) instead of float64."""
+    return 1 if contract >= 2 else 0
 
 
 @jit

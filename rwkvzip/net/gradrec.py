@@ -82,8 +82,8 @@ def add_rows_gradient(rec, m, i, rows, steps, out):
     REC, TAB, _ = rec
     n_in = TAB[m, 1]
     n = TAB[m, 2]
-    x = TAB[m, 3] + i
-    lo = TAB[m, 3] + n_in
+    x = TAB[m, 3] + i  # where row i's input is in each REC row
+    lo = TAB[m, 3] + n_in  # and the output gradient
     if rows == 4:
         o0 = out[0:n]
         o1 = out[n:2 * n]
@@ -122,9 +122,9 @@ def add_rows_gradient(rec, m, i, rows, steps, out):
 
 
 @jit
-def row_blocks(n_in):
-    """How add_rows_gradient covers a matrix's rows: blocks of 4, then single rows."""
-    return n_in - n_in % 4
+def block_at(i, n_in):
+    """Rows in the block of add_rows_gradient that starts at row i: 4 while four remain."""
+    return 4 if i + 4 <= n_in else 1
 
 
 @jit
@@ -133,9 +133,8 @@ def flush(rec, steps, G):
     TAB, CUR = rec[1], rec[2]
     for m in range(CUR[2]):
         off, n_in, n_out = TAB[m, 0], TAB[m, 1], TAB[m, 2]
-        n4 = row_blocks(n_in)
         i = 0
         while i < n_in:
-            rows = 4 if i < n4 else 1
+            rows = block_at(i, n_in)
             add_rows_gradient(rec, m, i, rows, steps, G[off + i * n_out:off + (i + rows) * n_out])
             i += rows

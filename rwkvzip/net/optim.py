@@ -25,7 +25,7 @@ from rwkvzip.net.common import (
     gslice,
     logit_gradient,
 )
-from rwkvzip.net.gradrec import add_rows_gradient, row_blocks
+from rwkvzip.net.gradrec import add_rows_gradient, block_at
 from rwkvzip.ops.jit import jit
 
 # F slots
@@ -130,10 +130,9 @@ def apply_gradients(W, O, G, scope, F, scale, rec, steps):
             off, n_in, n_out = TAB[m, 0], TAB[m, 1], TAB[m, 2]
             if not trains(R, off):
                 continue
-            n4 = row_blocks(n_in)
             i = 0
             while i < n_in:
-                block = 4 if i < n4 else 1
+                block = block_at(i, n_in)
                 a = off + i * n_out
                 b = a + block * n_out
                 add_rows_gradient(rec, m, i, block, steps, G[a:b])
