@@ -111,9 +111,11 @@ def softmax_with_floor(logits, floor, q, p):
 
 
 @jit
-def matvec_t(M, g, n_in, n_out, x, zero):
-    """x = M g: the input gradient of y = x · M (input-major M), each sum in output order,
-    accumulated in the type of `zero` (float64, or float32 under numeric contract 2).
+def matvec_t(M, g, n_in, n_out, x, zero, accumulate):
+    """x = M g, or x += M g with `accumulate`: the input gradient of y = x · M (input-major
+    M), or any row-major block's row sums against g; each sum in output order, accumulated
+    in the type of `zero` (float64, or float32 under numeric contract 2) and then added to
+    or stored in x.
 
     Four rows run side by side only to overlap their dependency chains; every x[i] is still
     the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
@@ -134,15 +136,24 @@ def matvec_t(M, g, n_in, n_out, x, zero):
             s1 += r1[o] * go
             s2 += r2[o] * go
             s3 += r3[o] * go
-        x[i] = s0
-        x[i + 1] = s1
-        x[i + 2] = s2
-        x[i + 3] = s3
+        if accumulate:
+            x[i] += s0
+            x[i + 1] += s1
+            x[i + 2] += s2
+            x[i + 3] += s3
+        else:
+            x[i] = s0
+            x[i + 1] = s1
+            x[i + 2] = s2
+            x[i + 3] = s3
     for i in range(n4, n_in):
         s = zero
         for o in range(n_out):
             s += M[i * n_out + o] * g[o]
-        x[i] = s
+        if accumulate:
+            x[i] += s
+        else:
+            x[i] = s
 
 
 @jit
@@ -172,11 +183,11 @@ def input_gradient(M, MT, g, n_in, n_out, x, acc, narrow):
         if MT.shape[0] > 0:
             matvec(MT, g, n_out, n_in, x)
         else:
-            matvec_t(M, g, n_in, n_out, x, np.float32(0.0))
+            matvec_t(M, g, n_in, n_out, x, np.float32(0.0), False)
     elif MT.shape[0] > 0:
         matvec_t_twin(MT, g, n_in, n_out, x, acc)
     else:
-        matvec_t(M, g, n_in, n_out, x, 0.0)
+        matvec_t(M, g, n_in, n_out, x, 0.0, False)
 
 
 @jit

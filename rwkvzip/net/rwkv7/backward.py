@@ -124,7 +124,7 @@ from rwkvzip.net.rwkv7.forward import (
     layer_state,
 )
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.linalg import layer_norm_backward, vec_acc
+from rwkvzip.ops.linalg import layer_norm_backward, matvec_t, vec_acc
 
 # ---- scratch layout: N_CVEC vectors of C, then FF, then the largest low rank, then 2 * N ----
 (
@@ -157,38 +157,6 @@ def mix_backward(gm, m, prev, base, n, gbase, gprev, Gm):
         Gm[c] += g * (prev[c] - base[c])
 
 
-@jit
-def row_dots_add(S, v, N, out, zero):
-    """out[j] += sum_i S[j, i] v[i] (S an N x N row-major block), each sum sequential over i
-    in the type of `zero`; four rows side by side only to overlap their dependency chains
-    (the same bits as one row at a time)."""
-    N4 = N - N % 4
-    for j in range(0, N4, 4):
-        r0 = S[j * N:(j + 1) * N]
-        r1 = S[(j + 1) * N:(j + 2) * N]
-        r2 = S[(j + 2) * N:(j + 3) * N]
-        r3 = S[(j + 3) * N:(j + 4) * N]
-        s0 = zero
-        s1 = zero
-        s2 = zero
-        s3 = zero
-        for i in range(N):
-            vi = v[i]
-            s0 += r0[i] * vi
-            s1 += r1[i] * vi
-            s2 += r2[i] * vi
-            s3 += r3[i] * vi
-        out[j] += s0
-        out[j + 1] += s1
-        out[j + 2] += s2
-        out[j + 3] += s3
-    for j in range(N4, N):
-        s = zero
-        for i in range(N):
-            s += S[j * N + i] * v[i]
-        out[j] += s
-
-
 @jit(inline="always")
 def key_gradients(j, sw, sb, sk, su, a, kk, gw, gk, gkk, ga):
     """Key j's gradients from its row sums (see wkv_backward)."""
@@ -215,7 +183,7 @@ def wkv_backward(states, inputs, grads, scratch, N, zero):
     gr, gk, gv, gw, gkk, ga = grads
     u, gu = scratch
     # read-out: gr[j] += sum_i S_new[j, i] gy[i]; gS[j, i] += r[j] gy[i]
-    row_dots_add(S_new, gy, N, gr, zero)
+    matvec_t(S_new, gy, N, N, gr, zero, True)
     for j in range(N):
         rj = r[j]
         for i in range(N):
