@@ -112,14 +112,21 @@ def follow_evidence(S, hist, n):
 
 
 @jit
+def structure_known(S):
+    """Whether a model that knows the data's structure speaks for it: a spreadsheet record
+    chain followed (sheet.py), or a 1-bit image of long rows (image.py)."""
+    if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_NEXT] >= 0:
+        return True
+    return image.live(S) and S[image.S_IMG_R] >= IMAGE_ROW_MIN
+
+
+@jit
 def is_live(S):
     if S[S_EXE_SEEN] < 0 or S[cx.S_POS] - S[S_EXE_SEEN] > SEEN_SPAN:
         return False
     if S[S_EXE_CONTROL] < LIVE_AT:
         return False
-    if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_NEXT] >= 0:
-        return False
-    return not (image.live(S) and S[image.S_IMG_R] >= IMAGE_ROW_MIN)
+    return not structure_known(S)
 
 
 @jit

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe, image, sheet
+from rwkvzip.cm import delta, exe, image, sheet
 from rwkvzip.cm.context import (
     S_EXPECT,
     S_K,
@@ -83,15 +83,17 @@ SSE_P, SSE_A1, SSE_A2, SSE_A3 = 0.3, 0.2, 0.2, 0.3
 
 def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
            image_model: bool = False, sheet_expect: bool = False,
-           sse2: bool = False, set_counts: bool = False) -> tuple[dict, int]:
+           sse2: bool = False, set_counts: bool = False,
+           delta_model: bool = False) -> tuple[dict, int]:
     """Offsets into MX of every float array, and its size. A second selector adds its weights
     (by previous byte and node), the final mixer's weights and each node's two mixer outputs
     at the end, so a one-selector layout is unchanged; the image model's inputs come after
-    the others, the spreadsheet model's expected byte last. set_counts: one update count
-    per weight set of every mixer (mix field set_decay), last."""
-    # counters, their maps, match, bias, network, image templates, sheet's expected byte
+    the others, then the column-delta model's, the spreadsheet model's expected byte last.
+    set_counts: one update count per weight set of every mixer (mix field set_decay), last."""
+    # counters, their maps, match, bias, network, image templates, column-delta histograms,
+    # sheet's expected byte
     nin = (2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
-           + int(sheet_expect))
+           + delta.INPUTS * int(delta_model) + int(sheet_expect))
     two = selectors > 1
     three = selectors > 2
     sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
@@ -105,7 +107,7 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
              ("w3", ALPHABET * ALPHABET * nin * three), ("wf3", ALPHABET * three),
              ("zs3", ALPHABET * three),
              ("cnt", (3 * (n_models + 1) * ALPHABET + ALPHABET * ALPHABET * (two + three))
-              * set_counts)]
+              * set_counts), ("dl", delta.weights_size() * delta_model)]
     offsets, at = {"nin": nin}, N_MX_HEAD
     for name, n in sizes:
         offsets[name] = at
@@ -121,6 +123,7 @@ def init_tables(S, MX):
     w = MX[S[S_W]:S[S_W] + 3 * (K + 1) * ALPHABET * nin]
     ic = image_column(S)
     image_end = ic + image.IMAGE_INPUTS * S[image.S_IMG_ON]
+    delta_end = image_end + delta.INPUTS * S[delta.S_DL_ON]
     for i in range(3 * (K + 1) * ALPHABET):
         for c in range(2 * K):
             text = cx.is_text_kind(S[cx.S_ORDERS + c % K])
@@ -131,6 +134,8 @@ def init_tables(S, MX):
             w[i * nin + 2 * K + 2] = MX[MX_NET_INIT]
         for c in range(ic, image_end):
             w[i * nin + c] = W_INIT_IMAGE
+        for c in range(image_end, delta_end):
+            w[i * nin + c] = delta.W_INIT
         if S[sheet.S_SH_X_ON] != 0:
             w[i * nin + nin - 1] = W_INIT_EXPECT
     if S[S_SEL] > 1:
@@ -166,6 +171,12 @@ def init_tables(S, MX):
 def image_column(S):
     """The image model's first input column (after the network's, if any)."""
     return 2 * S[S_K] + 2 + int(S[S_NET] != NET_OFF)
+
+
+@jit
+def delta_column(S):
+    """The column-delta model's first input column (after the image model's, if any)."""
+    return image_column(S) + image.IMAGE_INPUTS * S[image.S_IMG_ON]
 
 
 @jit
@@ -387,6 +398,8 @@ def predict(q, CT, S, MX, ST, floor, P):
         net_inputs(q, S, MX, X, 2 * K + 2)
     if S[image.S_IMG_ON]:
         image.image_inputs(CT, S, MX, ST, X, image_column(S))
+    if S[delta.S_DL_ON]:
+        delta.inputs(CT, S, ST, X, delta_column(S))
     if S[sheet.S_SH_X_ON]:
         sheet.expect_inputs(CT, S, ST, X, nin - 1)
     dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
@@ -424,12 +437,18 @@ def predict(q, CT, S, MX, ST, floor, P):
     sse2 = S[S_A3] != 0
     if sse2:
         S[S_A3_ROW] = sse2_row(S)
+    delta_on = S[delta.S_DL_ON] != 0
     for n in range(1, ALPHABET):
         pm[n] = pf64[n]
         pf = refined(S, MX, n, zf[n], pf64[n], sse2)
+        if delta_on:
+            MX[S[delta.S_DL_MX] + delta.MX_PF + n] = pf
         pr[2 * n + 1] = pr[n] * pf
         pr[2 * n] = pr[n] * (1.0 - pf)
     keep = 1.0 - ALPHABET * floor
+    if delta_on:
+        delta.switch_row(CT, S, MX, pr, P, keep, floor)
+        return
     for s in range(ALPHABET):
         P[s] = keep * pr[ALPHABET + s] + floor
 
@@ -481,6 +500,10 @@ def node_probability(CT, S, MX, ST, node, d):
         X[node, 2 * K + 2] = net_input_at(S, MX, node)
     if S[image.S_IMG_ON]:
         X[node, image_column(S)] = image.image_input_at(CT, S, MX, ST, node, d)
+    if S[delta.S_DL_ON]:
+        dc = delta_column(S)
+        for k in range(delta.INPUTS):
+            X[node, dc + k] = delta.input_at(CT, S, ST, k, node)
     if S[sheet.S_SH_X_ON]:
         X[node, nin - 1] = sheet.expect_input_at(CT, S, ST, node, d)
     z1 = row_dot(MX, X, S[S_W] + weight_set(S, node) * nin, node, nin)
@@ -493,7 +516,10 @@ def node_probability(CT, S, MX, ST, node, d):
     MX[S[S_DOT] + node] = z
     p = sigmoid64(z)
     MX[S[S_PM] + node] = p
-    return refined(S, MX, node, z, p, S[S_A3] != 0)
+    pf = refined(S, MX, node, z, p, S[S_A3] != 0)
+    if S[delta.S_DL_ON]:
+        pf = min(max(delta.switch_at(CT, S, MX, node, d, pf), P_MIN), 1.0 - P_MIN)
+    return pf
 
 
 @jit
@@ -584,14 +610,14 @@ def learn(byte, CT, S, MX, ST, gz):
         else:
             dnet = MX[ws + 2 * K + 2] if net else 0.0
         if net and abs(X[node, 2 * K + 2]) < NET_CLAMP * gate:  # a clamped one passes nothing
-            delta = -err * dnet * gate  # d(-ln p_mix(bit)) / d(network logits' log-odds)
+            g_logodds = -err * dnet * gate  # d(-ln p_mix(bit)) / d(network logits' log-odds)
             lo = (2 * node) << (7 - d)
             width = 1 << (7 - d)
             inv0 = 1.0 / max(T[2 * node], 1e-30)
             inv1 = 1.0 / max(T[2 * node + 1], 1e-30)
             for s in range(width):
-                gz[lo - ALPHABET + s] -= delta * T[lo + s] * inv0
-                gz[lo - ALPHABET + width + s] += delta * T[lo + width + s] * inv1
+                gz[lo - ALPHABET + s] -= g_logodds * T[lo + s] * inv0
+                gz[lo - ALPHABET + width + s] += g_logodds * T[lo + width + s] * inv1
         if two:
             err = bit - sigmoid64(MX[S[S_ZS] + 2 * node])  # the first mixer learns alone too
         for c in range(nin):
@@ -606,6 +632,7 @@ def learn(byte, CT, S, MX, ST, gz):
     match_learn(CT, S, symbol)
     image.image_learn(CT, S, MX, ST, symbol)
     sheet.expect_learn(CT, S, symbol)
+    delta.learn(CT, S, MX, symbol)
     update_models(CT, S, MX[S[S_SM]:], symbol, MX[MX_MAP_RATE])
     MX[MX_SEEN] = seen + 1.0
     if S[S_GATE] != 0:

@@ -7,12 +7,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe, image, sheet
+from rwkvzip.cm import delta, exe, image, sheet
 from rwkvzip.cm import mixer as mx
+from rwkvzip.ops import ALPHABET
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
-                   "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding")
+                   "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta")
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,9 @@ class MixConfig:
     fields (text codes exactly as without it); path_coding: a byte's share of the coder's
     range is found by splitting it at the nodes of the byte's path alone, so only those 8 of
     the 255 nodes are mixed (the same model and node probabilities, a different stream;
-    coding/stepper.py, take_path). A field
+    coding/stepper.py, take_path); delta: the column-delta model (cm/delta.py): while the
+    data is binary records, three histograms of the steps a column takes from the byte
+    above are three more inputs (needs exe, whose measure of binary data it uses). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -78,6 +81,7 @@ class MixConfig:
     set_decay: float = 0.0
     exe: bool = False
     path_coding: bool = False
+    delta: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -86,6 +90,8 @@ class MixConfig:
                 or len(set(self.orders)) != len(self.orders)):
             raise ValueError(f"context orders must be distinct, in 0..{cx.MAX_KIND} "
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
+        if self.delta and not self.exe:
+            raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if self.sheet_expect and not sheet.enabled(self.orders):
             raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:
@@ -111,13 +117,14 @@ class MixConfig:
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
         tables = len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits)
-        tables += 4 * (image.table_size() * self.image + sheet.EXPECT_COUNTERS * self.sheet_expect)
+        tables += 4 * (image.table_size() * self.image + sheet.EXPECT_COUNTERS * self.sheet_expect
+                       + delta.table_size() * self.delta)
         return tables + 4 * self.layout(bptt)[1]
 
     def layout(self, bptt: int) -> tuple[dict, int]:
         """The mixer's float array layout (mixer.layout) for these settings."""
         return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image,
-                         self.sheet_expect, self.sse2, self.set_decay > 0.0)
+                         self.sheet_expect, self.sse2, self.set_decay > 0.0, self.delta)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -145,8 +152,8 @@ class MixArrays:
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
-        S[cx.S_REC_ON] = int(cfg.image or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL
-                                              for k in cfg.orders))
+        S[cx.S_REC_ON] = int(cfg.image or cfg.delta
+                             or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[sheet.S_SH_ON] = int(sheet.enabled(cfg.orders))
         S[sheet.S_SH_NEXT] = S[sheet.S_SH_COL] = S[sheet.S_SH_LAST_COL] = -1
         S[sheet.S_SH_CELLS:sheet.S_SH_HITS] = -1  # both cells of every column unknown
@@ -159,9 +166,11 @@ class MixArrays:
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
         S[sheet.S_SH_X_BASE] = S[image.S_IMG_BASE] + image.table_size() * cfg.image
-        self.CT = np.zeros(S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect,
-                           dtype=np.uint32)
-        self.CT[S[cx.S_MCOUNT_BASE]:] = cx.P_HALF
+        S[delta.S_DL_ON] = int(cfg.delta)
+        S[delta.S_DL_BASE] = S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect
+        S[delta.S_DL_T] = S[delta.S_DL_BASE] + (ALPHABET << delta.ROW_BITS)
+        self.CT = np.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, dtype=np.uint32)
+        self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
         offsets, size = cfg.layout(bptt)
         S[mx.S_NIN] = offsets["nin"]
@@ -171,7 +180,8 @@ class MixArrays:
         for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
                            (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
                            (mx.S_GM, "gm"), (mx.S_SM, "sm"), (mx.S_W2, "w2"),
-                           (mx.S_WF, "wf"), (mx.S_ZS, "zs"), (image.S_IMG_MX, "img")):
+                           (mx.S_WF, "wf"), (mx.S_ZS, "zs"), (image.S_IMG_MX, "img"),
+                           (delta.S_DL_MX, "dl")):
             S[slot] = offsets[name]
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
@@ -192,6 +202,8 @@ class MixArrays:
         mx.init_tables(S, MX)
         if cfg.image:
             image.init_weights(S, MX)
+        if cfg.delta:
+            delta.init_weights(S, MX)
         cx.next_contexts_start(S)
         self.ST = stretch_table()
 

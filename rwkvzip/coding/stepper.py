@@ -61,7 +61,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, exe, image, mixer, sheet
+from rwkvzip.cm import context, delta, exe, image, mixer, sheet
 from rwkvzip.coding import coder
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient, narrow_sums
 from rwkvzip.net.gdn import backward as gdn_backward
@@ -248,6 +248,7 @@ def learn_mixing(symbol, j, mixing, path):
     context.next_contexts(S, HB, symbol)
     sheet.next_contexts(S, HB)
     exe.next_contexts(S, HB)
+    delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
     context.prefetch_slots(CT, S, 1 if path else 17)

@@ -1,0 +1,230 @@
+"""The column-delta model: a byte of a binary record predicted as the byte above it plus a
+learnt step.
+
+Tables of fixed-size records (an executable's symbol, relocation and debug tables) hold
+numbers that grow from one record to the next by varying steps: string offsets, line
+numbers, addresses. The record kinds (context.py, 12 ... 15) see the byte above, but learn
+each of its values apart; the step (this byte minus the byte r back, mod 256, r the
+detected record length) repeats across values. The model counts the steps taken in four
+contexts of the column (pos mod r): the column alone, with the step it took the record
+before, with the byte to the left, with the byte three back (a 32-bit field's top byte, for
+its last). Shifted by the byte above, each histogram is a distribution of the next byte,
+used twice:
+
+* as four mixer inputs: at every node of the byte's tree the log-odds of the histogram's
+  mass under the node's two children (as the network's input);
+* in the switch, after the APMs: the coded distribution is a mixture of the mixer's and the
+  four histograms', with weights by column that follow each one's likelihood of the coded
+  bytes (Bayes, with a share for each so that none is lost for good). The mixer learns
+  which input to trust by node and context, slowly; the switch learns it by column, within
+  a few records (sum's debug table: 1,301 -> 1,262 bytes on top of the inputs).
+
+Counts and subtree sums are integers; the inputs go through the stretch table, the
+switch's arithmetic is float64 in a fixed order (weights stored as float32).
+
+The model runs in recipes with the mix field `delta` (which needs `exe`). It is live while a
+record length in 2 ... MAX_R is detected and the data is binary by the executable model's
+measure (exe.py: a control byte in LIVE_CONTROL of the recent ones) and no model that knows
+the data's structure speaks for it (exe.structure_known: a spreadsheet's record chain, a
+1-bit image of long rows: there it cost kennedy.xls 4.5 % and ptt5 1.2 %), and heard (its inputs
+and the switch) while the column histogram has lately given the coded bytes a fair
+probability (HEARD_AT), which the steps of real records do and a chance record length in
+machine code does not. Text has no control bytes: it codes exactly as without the model.
+"""
+
+
+from __future__ import annotations
+
+import numpy as np
+
+from rwkvzip.cm import context as cx
+from rwkvzip.cm import exe
+from rwkvzip.cm.history import hash32
+from rwkvzip.ops import ALPHABET
+from rwkvzip.ops.jit import jit
+
+INPUTS = 4  # histograms, each one column of the mixer
+ROW_BITS = 14  # 2**ROW_BITS histograms of 256 counts (hashed contexts)
+MAX_R = 255  # longest record the model follows
+STEP = 64  # a step's count grows by this; every count starts at 0 and weighs 1 more
+ROW_LIMIT = 1 << 22  # a histogram whose total passes this is halved
+W_INIT = 0.2  # every mixer's initial weight of each input
+SCORE_SHIFT = 5  # the score: the column histogram's probability of the coded bytes (16-bit
+HEARD_AT = (1 << (16 + SCORE_SHIFT)) // 8  # fixed point), averaged over ~32 live bytes;
+# the mixer hears the model while it is at least this
+# S slots (context.py reserves the range): on (mix field delta), the histograms' base in CT,
+# the subtree sums' base in CT (INPUTS x 512), whether the next byte is live, the byte above
+# it, whether it is heard, the score, the switch's base in MX, the next byte's column, and
+# its histograms' rows (INPUTS)
+(S_DL_ON, S_DL_BASE, S_DL_T, S_DL_LIVE, S_DL_ABOVE, S_DL_HEARD, S_DL_SCORE, S_DL_MX,
+ S_DL_COL, S_DL_ROW) = range(cx.S_DELTA, cx.S_DELTA + 10)
+assert S_DL_ROW + INPUTS <= cx.S_DELTA + cx.N_S_DELTA
+
+
+# The switch: the coded distribution is a mixture of the mixer's and the histograms', with
+# weights by column that follow each one's likelihood of the coded bytes (Bayes), every one
+# kept above SHARE / EXPERTS. In MX: the mixer's probability at each node of the byte (after
+# the APMs), then the weights.
+EXPERTS = INPUTS + 1
+SHARE = 1.0 / 256.0
+MX_PF, MX_W = 0, ALPHABET
+
+
+def weights_size() -> int:
+    """float32s the model keeps in MX."""
+    return MX_W + (MAX_R + 1) * EXPERTS
+
+
+def init_weights(S: np.ndarray, MX: np.ndarray) -> None:
+    MX[S[S_DL_MX] + MX_W:S[S_DL_MX] + weights_size()] = 1.0 / EXPERTS
+
+
+def table_size() -> int:
+    """uint32 counts and subtree sums the model appends to CT."""
+    return (ALPHABET << ROW_BITS) + INPUTS * 2 * ALPHABET
+
+
+@jit
+def row_of(S, h, k):
+    return S[S_DL_BASE] + (hash32(h * 0x2C1B3C6D + k) >> (32 - ROW_BITS)) * ALPHABET
+
+
+@jit
+def next_contexts(CT, S, HB):
+    """After exe.next_contexts (its control-byte average): whether the next byte is live, and
+    if so its histograms' rows and each one's subtree sums, shifted by the byte above."""
+    if S[S_DL_ON] == 0:
+        return
+    S[S_DL_LIVE] = S[S_DL_HEARD] = 0
+    r = S[cx.S_REC]
+    n = S[cx.S_POS]  # the next byte's position
+    if (r < 2 or r > MAX_R or n < 2 * r or S[exe.S_EXE_CONTROL] < exe.LIVE_AT
+            or exe.structure_known(S)):
+        return
+    hmask = (1 << S[cx.S_HBITS]) - 1
+    above = cx.back(HB, n, hmask, r)
+    step = (above - cx.back(HB, n, hmask, 2 * r)) & 255
+    h = cx.mixh(hash32(r * 0x3C6EF372 + 0x5BD1E995), n % r)
+    S[S_DL_ROW] = row_of(S, h, 0)
+    S[S_DL_ROW + 1] = row_of(S, cx.mixh(h, step), 1)
+    S[S_DL_ROW + 2] = row_of(S, cx.mixh(h, cx.back(HB, n, hmask, 1)), 2)
+    S[S_DL_ROW + 3] = row_of(S, cx.mixh(h, cx.back(HB, n, hmask, 3)), 3)
+    S[S_DL_ABOVE] = above
+    S[S_DL_HEARD] = int(S[S_DL_SCORE] >= HEARD_AT)
+    S[S_DL_COL] = n % r
+    S[S_DL_LIVE] = 1
+    for k in range(INPUTS):
+        row = S[S_DL_ROW + k]
+        t = S[S_DL_T] + 2 * ALPHABET * k
+        for x in range(ALPHABET):
+            CT[t + ALPHABET + x] = CT[row + ((x - above) & 255)] + np.uint32(1)
+        for node in range(ALPHABET - 1, 0, -1):
+            CT[t + node] = CT[t + 2 * node] + CT[t + 2 * node + 1]
+
+
+@jit(inline="always")
+def input_at(CT, S, ST, k, node):
+    """Histogram k's log-odds of a 1 at tree node `node` (0 while not live)."""
+    if S[S_DL_HEARD] == 0:
+        return 0.0
+    t = S[S_DL_T] + 2 * ALPHABET * k
+    one = np.int64(CT[t + 2 * node + 1])
+    return ST[min((one << 12) // (np.int64(CT[t + 2 * node]) + one), 4095)]
+
+
+@jit
+def inputs(CT, S, ST, X, col):
+    """X[node, col + k] = input_at for every node (the mixer's whole-tree path)."""
+    for k in range(INPUTS):
+        for node in range(1, ALPHABET):
+            X[node, col + k] = input_at(CT, S, ST, k, node)
+
+
+@jit(inline="always")
+def mass(CT, S, k, node):
+    """Histogram k's share of the bytes under tree node `node`."""
+    t = S[S_DL_T] + 2 * ALPHABET * k
+    return np.float64(CT[t + node]) / np.float64(CT[t + 1])
+
+
+@jit(inline="always")
+def path_mass(MX, S, node, d):
+    """The mixer's probability of the d bits that lead to `node`, from its node
+    probabilities kept at MX_PF (in path order)."""
+    pf = S[S_DL_MX] + MX_PF
+    m = 1.0
+    for i in range(d):
+        p = np.float64(MX[pf + (node >> (d - i))])
+        m *= p if (node >> (d - 1 - i)) & 1 else 1.0 - p
+    return m
+
+
+@jit
+def switch_at(CT, S, MX, node, d, p):
+    """The coded probability of a 1 at node `node` (depth d): the mixture's, given the
+    mixer's p there (kept at MX_PF for the nodes below and for learn). p while not heard."""
+    MX[S[S_DL_MX] + MX_PF + node] = p
+    if S[S_DL_HEARD] == 0:
+        return p
+    w = S[S_DL_MX] + MX_W + S[S_DL_COL] * EXPERTS
+    m = np.float64(MX[w]) * path_mass(MX, S, node, d)
+    one = m * p
+    total = m
+    for k in range(INPUTS):
+        wk = np.float64(MX[w + 1 + k])
+        one += wk * mass(CT, S, k, 2 * node + 1)
+        total += wk * mass(CT, S, k, node)
+    return one / total
+
+
+@jit
+def switch_row(CT, S, MX, pr, P, keep, floor):
+    """The whole-tree path: P[s] = keep * the mixture's probability of s + floor, from the
+    mixer's byte probabilities pr[256 + s] (its node probabilities already at MX_PF)."""
+    if S[S_DL_HEARD] == 0:
+        for s in range(ALPHABET):
+            P[s] = keep * pr[ALPHABET + s] + floor
+        return
+    w = S[S_DL_MX] + MX_W + S[S_DL_COL] * EXPERTS
+    w0 = np.float64(MX[w])
+    for s in range(ALPHABET):
+        v = w0 * pr[ALPHABET + s]
+        for k in range(INPUTS):
+            v += np.float64(MX[w + 1 + k]) * mass(CT, S, k, ALPHABET + s)
+        P[s] = keep * v + floor
+
+
+@jit
+def learn_switch(CT, S, MX, symbol):
+    """Each weight times its expert's probability of the coded byte, normalised, then mixed
+    with the uniform share (so an expert that was wrong for long can come back)."""
+    w = S[S_DL_MX] + MX_W + S[S_DL_COL] * EXPERTS
+    like = np.empty(EXPERTS, dtype=np.float64)
+    like[0] = np.float64(MX[w]) * path_mass(MX, S, ALPHABET + symbol, 8)
+    total = like[0]
+    for k in range(INPUTS):
+        like[1 + k] = np.float64(MX[w + 1 + k]) * mass(CT, S, k, ALPHABET + symbol)
+        total += like[1 + k]
+    for e in range(EXPERTS):
+        MX[w + e] = (1.0 - SHARE) * (like[e] / total) + SHARE / EXPERTS
+
+
+@jit
+def learn(CT, S, MX, symbol):
+    """The switch's weights learn the coded byte; then count the step it took in each live
+    histogram (halving a full one)."""
+    if S[S_DL_ON] == 0 or S[S_DL_LIVE] == 0:
+        return
+    if S[S_DL_HEARD] != 0:
+        learn_switch(CT, S, MX, symbol)
+    step = (symbol - S[S_DL_ABOVE]) & 255
+    t = S[S_DL_T]
+    p16 = (np.int64(CT[t + ALPHABET + symbol]) << 16) // np.int64(CT[t + 1])
+    S[S_DL_SCORE] += p16 - (S[S_DL_SCORE] >> SCORE_SHIFT)
+    for k in range(INPUTS):
+        row = S[S_DL_ROW + k]
+        CT[row + step] += np.uint32(STEP)
+        total = np.int64(CT[S[S_DL_T] + 2 * ALPHABET * k + 1]) - ALPHABET + STEP
+        if total > ROW_LIMIT:
+            for x in range(ALPHABET):
+                CT[row + x] >>= np.uint32(1)

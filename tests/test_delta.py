@@ -1,0 +1,134 @@
+"""The column-delta model (cm/delta.py): live on binary records of a detected length and
+nowhere else (text codes exactly as without it); its inputs are the step histograms shifted
+by the byte above; its switch's node probabilities are exactly its byte mixture's; numeric
+fields of records code better and decode."""
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mixing_probe import fed, payload
+
+from rwkvzip import api
+from rwkvzip.cm import context, delta, mixer
+from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.ops import ALPHABET
+from rwkvzip.recipe import Recipe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from make_golden import code, golden_input  # noqa: E402
+
+EXE = MixConfig(orders=(1, 2, 3, 0, 13, 11, 20, 21), table_bits=11, match_bits=14,
+                network=False, selectors=2, exe=True)
+DELTA = replace(EXE, delta=True)
+TEXT = golden_input()[:600] + b"Tables have columns; numbers in them grow. " * 40
+
+
+def records(n: int = 300, seed: int = 3) -> bytes:
+    """Debug-table-like records of 12 bytes: a string offset growing by 8 ... 23, a type, a
+    zero, a line number growing by 1 or 2, an address growing by 4 ... 16."""
+    rng = np.random.default_rng(seed)
+    strx, line, addr, out = 1000, 10, 0x10B00, bytearray()
+    for _ in range(n):
+        strx += int(rng.integers(8, 24))
+        line += int(rng.integers(1, 3))
+        addr += 4 * int(rng.integers(1, 5))
+        out += strx.to_bytes(4, "big") + bytes([0x44, 0]) + line.to_bytes(2, "big")
+        out += addr.to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_text_codes_exactly_as_without_it():
+    S = fed(TEXT, DELTA).S
+    assert S[delta.S_DL_LIVE] == 0 and S[delta.S_DL_SCORE] == 0
+    assert payload(TEXT, DELTA) == payload(TEXT, EXE)
+
+
+def test_live_and_heard_on_binary_records_then_silent_on_text():
+    S = fed(TEXT + records(), DELTA).S
+    assert S[context.S_REC] == 12
+    assert S[delta.S_DL_LIVE] == 1 and S[delta.S_DL_HEARD] == 1
+    S = fed(records() + TEXT, DELTA).S
+    assert S[delta.S_DL_LIVE] == 0 and S[delta.S_DL_HEARD] == 0
+
+
+def test_inputs_are_the_step_histograms_shifted_by_the_byte_above():
+    arrays = fed(records(), DELTA)
+    CT, S = arrays.CT, arrays.S
+    assert S[delta.S_DL_HEARD] == 1
+    above = S[delta.S_DL_ABOVE]
+    for k in range(delta.INPUTS):
+        counts = CT[S[delta.S_DL_ROW + k]:S[delta.S_DL_ROW + k] + ALPHABET].astype(np.int64)
+        q = counts[(np.arange(ALPHABET) - above) & 255] + 1  # the next byte's weights
+        for node in (1, 2, 3, 5, 12, 200):
+            d = node.bit_length() - 1
+            lo = (node << (8 - d)) - ALPHABET  # the node's subtree: bytes lo ... lo + width
+            width = 1 << (8 - d)
+            zero, one = q[lo:lo + width // 2].sum(), q[lo + width // 2:lo + width].sum()
+            want = arrays.ST[min((one << 12) // (zero + one), 4095)]
+            assert delta.input_at(CT, S, arrays.ST, k, node) == want
+    assert counts.sum() > 0 and counts.sum() % delta.STEP == 0
+
+
+def test_counts_stay_bounded():
+    arrays = MixArrays(DELTA, 1)
+    CT, S = arrays.CT, arrays.S
+    S[delta.S_DL_LIVE] = 1
+    S[delta.S_DL_ROW:delta.S_DL_ROW + delta.INPUTS] = S[delta.S_DL_BASE]  # one row for all
+    t = S[delta.S_DL_T]
+    CT[S[delta.S_DL_BASE] + 7] = delta.ROW_LIMIT  # a full row: the next count halves it
+    CT[t + 1:t + 1 + 2 * ALPHABET * delta.INPUTS:2 * ALPHABET] = delta.ROW_LIMIT + ALPHABET
+    delta.learn(CT, S, arrays.MX, 7)
+    assert CT[S[delta.S_DL_BASE] + 7] <= (delta.ROW_LIMIT + 3 * delta.STEP) // 2
+
+
+def test_the_switch_codes_its_byte_mixture_node_by_node():
+    """Path coding's node probabilities (switch_at along a byte's path) multiply to the
+    whole-tree row's mixture of the mixer's and the histograms' distributions (switch_row)."""
+    arrays = fed(records(), DELTA)
+    CT, S, MX, ST = arrays.CT, arrays.S, arrays.MX, arrays.ST
+    assert S[delta.S_DL_HEARD] == 1
+    P = np.zeros(ALPHABET, dtype=np.float32)
+    floor = 1e-6
+    mixer.predict(np.zeros(ALPHABET, dtype=np.float32), CT, S, MX, ST, floor, P)
+    assert abs(float(P.astype(np.float64).sum()) - 1.0) < 1e-5
+    pf = MX[S[delta.S_DL_MX] + delta.MX_PF:][:ALPHABET].copy()
+    weights = MX[S[delta.S_DL_MX] + delta.MX_W:][:ALPHABET * delta.EXPERTS]
+    assert abs(float(weights.reshape(-1, delta.EXPERTS).sum(axis=1).max()) - 1.0) < 1e-5
+    for s in (0, 7, 100, 255, int(np.argmax(P))):
+        m, node = 1.0, 1
+        for d in range(8):
+            p = delta.switch_at(CT, S, MX, node, d, float(pf[node]))
+            bit = (s >> (7 - d)) & 1
+            m *= p if bit else 1.0 - p
+            node = 2 * node + bit
+        assert m * (1.0 - ALPHABET * floor) + floor == pytest.approx(float(P[s]), rel=1e-5)
+
+
+def test_records_code_better_and_decode():
+    data = TEXT + code() + records()
+    assert len(payload(data, DELTA)) < 0.75 * len(payload(data, EXE))  # measured 0.63
+    blob = api.compress(data, Recipe(mix=DELTA))
+    assert api.decompress(blob) == data
+
+
+def test_needs_the_executable_model():
+    with pytest.raises(ValueError, match="delta needs exe"):
+        replace(EXE, exe=False, delta=True).validate()
+
+
+def test_the_golden_input_of_its_cards_hears_it():
+    """The cards' vectors (selftest.EXE_INPUT) code records with the model heard: the symbol
+    table of the input's executable moves the switch's weights."""
+    from make_golden import bitmap
+    from make_golden import sheet as worksheet
+
+    from rwkvzip.recipe import preset_by_name
+
+    mix = replace(preset_by_name("mix-v35").recipe.mix, network=False)
+    arrays = fed(golden_input() + bitmap() + worksheet() + code(), mix)
+    S, MX = arrays.S, arrays.MX
+    weights = MX[S[delta.S_DL_MX] + delta.MX_W:][:ALPHABET * delta.EXPERTS]
+    assert np.abs(weights - 1.0 / delta.EXPERTS).max() > 0.1
