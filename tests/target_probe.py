@@ -122,7 +122,8 @@ def kernel_digest() -> str:
     h = hashlib.sha256()
     h.update(api.compress(record_table(), RECIPES["record-and-sparse-kinds"]))
     # the 1-bit image model is live only on a bitmap, the sheet model only on BIFF records,
-    # the executable model only on binary words: the golden input that has all three
+    # the executable model only on binary words, the column-delta model on binary records:
+    # the golden input that has all four
     data = (selftest.golden_dir() / selftest.EXE_INPUT).read_bytes()
     h.update(api.compress(data, level_recipe(4)))
     for fn in (mathf.exp_array, mathf.tanh_array, mathf.sigmoid_array, mathf.softplus_array,
