@@ -84,6 +84,12 @@ def table_size() -> int:
     return (ALPHABET << ROW_BITS) + INPUTS * 2 * ALPHABET
 
 
+def place_tables(S: np.ndarray, base: int) -> None:
+    """The counts at `base` in CT, the subtree sums after them (table_size in all)."""
+    S[S_DL_BASE] = base
+    S[S_DL_T] = base + (ALPHABET << ROW_BITS)
+
+
 @jit
 def row_of(S, h, k):
     return S[S_DL_BASE] + (hash32(h * 0x2C1B3C6D + k) >> (32 - ROW_BITS)) * ALPHABET
@@ -124,7 +130,7 @@ def next_contexts(CT, S, HB):
 
 @jit(inline="always")
 def input_at(CT, S, ST, k, node):
-    """Histogram k's log-odds of a 1 at tree node `node` (0 while not live)."""
+    """Histogram k's log-odds of a 1 at tree node `node` (0 while not heard)."""
     if S[S_DL_HEARD] == 0:
         return 0.0
     t = S[S_DL_T] + 2 * ALPHABET * k

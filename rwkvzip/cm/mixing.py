@@ -9,7 +9,6 @@ import numpy as np
 from rwkvzip.cm import context as cx
 from rwkvzip.cm import delta, exe, image, sheet
 from rwkvzip.cm import mixer as mx
-from rwkvzip.ops import ALPHABET
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
@@ -54,8 +53,9 @@ class MixConfig:
     range is found by splitting it at the nodes of the byte's path alone, so only those 8 of
     the 255 nodes are mixed (the same model and node probabilities, a different stream;
     coding/stepper.py, take_path); delta: the column-delta model (cm/delta.py): while the
-    data is binary records, three histograms of the steps a column takes from the byte
-    above are three more inputs (needs exe, whose measure of binary data it uses). A field
+    data is binary records, four histograms of the steps a column takes from the byte
+    above are four more inputs, and a switch after the APMs mixes their distributions with
+    the mixer's by column (needs exe, whose measure of binary data it uses). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -167,8 +167,7 @@ class MixArrays:
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
         S[sheet.S_SH_X_BASE] = S[image.S_IMG_BASE] + image.table_size() * cfg.image
         S[delta.S_DL_ON] = int(cfg.delta)
-        S[delta.S_DL_BASE] = S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect
-        S[delta.S_DL_T] = S[delta.S_DL_BASE] + (ALPHABET << delta.ROW_BITS)
+        delta.place_tables(S, S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         self.CT = np.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, dtype=np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
         self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
