@@ -299,7 +299,8 @@ class Run:
 
 def _peek_recipe(fin):
     """The recipe in the header at the start of fin, left unread (None if fin cannot peek,
-    or the header is not complete there or not valid: decoding will say why)."""
+    or the header or the first frame's head is not complete there or not valid: decoding
+    will say why, without first compiling a card's kernels for a file it cannot read)."""
     from rwkvzip import api
     from rwkvzip.coding import container
     from rwkvzip.recipe import RecipeError
@@ -308,8 +309,10 @@ def _peek_recipe(fin):
     if peek is None:
         return None
     try:
-        recipe = container.read_header(io.BytesIO(peek(container.MAX_HEADER)))
+        start = io.BytesIO(peek(container.MAX_HEADER + container.MAX_FRAME_HEAD))
+        recipe = container.read_header(start)
         api.check_model_size(recipe)
+        container.read_frame_head(start, 0, 0)
     except (container.FormatError, RecipeError):
         return None
     return recipe

@@ -116,6 +116,22 @@ def test_rm(sample, tmp_path):
     assert names(tmp_path) == ["bad.rwkz", "sample.txt"]
 
 
+def test_a_corrupt_first_frame_is_reported_before_any_kernel_is_readied(sample, tmp_path,
+                                                                       monkeypatch):
+    """The kernels of a file's card are readied (compiled, the first time: a minute for
+    some cards) only once its first frame's head reads as valid."""
+    from rwkvzip.coding import codec
+
+    readied = []
+    monkeypatch.setattr(codec, "warm_up", lambda recipe, decoding: readied.append(recipe))
+    (tmp_path / "bad.rwkz").write_bytes(b"RWKZ\x01\x01\x05\x01")  # card 5, a bad frame
+    assert_clean_error(rwkvzip("-d", tmp_path / "bad.rwkz"), "bad payload length")
+    assert readied == []
+    assert rwkvzip(*FAST, sample).returncode == 0
+    assert rwkvzip("-t", tmp_path / "sample.txt.rwkz").returncode == 0
+    assert len(readied) == 2  # to code, then to decode
+
+
 def test_force(sample, tmp_path):
     """`-f`: never overwrite without it."""
     packed = tmp_path / "sample.txt.rwkz"
