@@ -101,8 +101,14 @@ RECIPES = {
                                              match_bits=14, selectors=2)),
     "prior-tbptt-mix": Recipe(arch="gdn", model=PRIOR_CONFIG, lr=0.0005, bptt=8, ckpt=8,
                               mix=MixConfig(table_bits=11, match_bits=14)),
-    # the levels' cards with their shipped priors (frozen GDN; adapting RWKV-7)
+    # a frozen RWKV-7 inside the mixer (the entry point of the older default cards)
+    "rwkv7-frozen-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
+                                                 a_rank=8, v_rank=8, g_rank=16),
+                               lr=0.0, seed=2, mix=MixConfig(table_bits=11, match_bits=14)),
+    # the levels' cards with their shipped priors (frozen GDN, frozen RWKV-7 at the default,
+    # adapting RWKV-7)
     "level-4-shipped-prior": level_recipe(4),
+    "level-6-shipped-prior": level_recipe(6),
     "level-7-shipped-prior": level_recipe(7),
 }
 

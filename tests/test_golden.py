@@ -26,6 +26,22 @@ def test_every_preset_card_and_architecture_has_a_golden_vector():
         assert (selftest.golden_dir() / v.blob_name()).is_file()
 
 
+def test_the_cpu_target_probe_runs_every_kernel_a_released_card_runs():
+    """tests/test_target_*.py code with the probe's recipes: among them, every entry point
+    (block kernel) a golden vector's card codes with."""
+    from rwkvzip.cm import counts
+    from rwkvzip.coding import codec
+
+    from target_probe import RECIPES
+
+    def kernel(recipe):
+        return counts.run if recipe.counts is not None else codec.entry_point(recipe)
+
+    released = {kernel(v.recipe) for v in selftest.load()[1]}
+    probed = {kernel(recipe) for recipe in RECIPES.values()}
+    assert released - probed == set(), sorted(k.__name__ for k in released - probed)
+
+
 def test_selftest_command_passes_on_this_machine():
     proc = subprocess.run([sys.executable, "-m", "rwkvzip", "selftest"], capture_output=True,
                           timeout=600)

@@ -24,7 +24,7 @@ from rwkvzip.coding import coder, precompile, stepper
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.linalg import refresh_twins
-from rwkvzip.recipe import PROB_FLOOR, Recipe
+from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe
 
 WARM_UP = b"warm up, once"  # what warm_up codes
 ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
@@ -136,6 +136,18 @@ def training_mode(recipe: Recipe) -> int:
     return stepper.MODE_BPTT1 if recipe.bptt == 1 else stepper.MODE_HEAD
 
 
+def entry_point(recipe: Recipe):
+    """The stepper kernel a network recipe codes with (stepper.ENTRY_POINTS): by its
+    architecture (none without a network), coding (path or byte rows), and whether the
+    network learns (run) or not (run_fixed, which compiles without the training code)."""
+    network = recipe.mix is None or recipe.mix.network
+    arch = ARCHS[recipe.arch][1].arch_id if network else stepper.ARCH_NONE
+    path = recipe.mix is not None and recipe.mix.path_coding
+    run, run_fixed = stepper.ENTRY_POINTS[arch, path]
+    fixed = training_mode(recipe) in (stepper.MODE_NONE, stepper.MODE_FROZEN)
+    return run_fixed if fixed else run
+
+
 def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
     """Shape and dtype of each array a NetworkPredictor allocates for its network (weights,
     optimizer, state, TBPTT buffers): one source for the predictor and its memory estimate."""
@@ -196,7 +208,6 @@ class NetworkPredictor(Predictor):
         F[optim.F_WARMUP] = recipe.warmup
         F[optim.F_DECAY] = recipe.decay
         F[optim.F_LR_MIN] = recipe.lr_min
-        network = recipe.mix is None or recipe.mix.network
         F[optim.F_MODE] = training_mode(recipe)
         F[optim.F_MIX] = float(recipe.mix is not None)
         F[optim.F_BPTT] = recipe.bptt
@@ -204,7 +215,6 @@ class NetworkPredictor(Predictor):
         F[optim.F_RECOMPUTE] = float(recipe.recompute)
         F[optim.F_CONTRACT] = recipe.contract
         self.F = F
-        self.arch = model.arch_id if network else stepper.ARCH_NONE
         buffers = network_buffers(recipe)
         for name, (shape, dtype) in buffers.items():  # self.O, self.G, self.state, ...
             if name != "W":
@@ -259,9 +269,9 @@ class NetworkPredictor(Predictor):
         """The block kernel of this arch and its bundles after (data, probs, io, start):
         run_fixed when the network does not learn (it compiles without the training code),
         else run."""
-        run, run_fixed = stepper.ENTRY_POINTS[self.arch, self.row_width != ALPHABET]
+        run = entry_point(self.recipe)
         if self.F[optim.F_MODE] in (stepper.MODE_NONE, stepper.MODE_FROZEN):
-            return run_fixed, (self.net, self.mixing)
+            return run, (self.net, self.mixing)
         return run, (self.net, self.training, self.mixing)
 
     def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
