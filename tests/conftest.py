@@ -65,12 +65,3 @@ def load_script(name: str):
 @pytest.fixture
 def tiny_recipe() -> Recipe:
     return Recipe(model=TINY_CONFIG, optimizer="adam", lr=0.003, seed=7)
-
-
-LONGEST_FIRST = ("test_target_sse2.py", "test_target_avx2.py")  # compiling for a CPU target
-
-
-def pytest_collection_modifyitems(items: list) -> None:
-    """The longest file first, so the other workers share out the rest meanwhile."""
-    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)
-

@@ -146,9 +146,11 @@ def test_ctrl_c_stops_every_worker_and_leaves_no_output(tmp_path):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "the workers did not start"
         time.sleep(0.05)
+    group = [_command_line(pid) for pid in _group(proc.pid)]  # what the signal reaches
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the whole group
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and err.decode().strip() == "rwkvzip: interrupted"
+    assert proc.returncode == 1 and err.decode().strip() == "rwkvzip: interrupted", \
+        (proc.returncode, err.decode()[-2000:], group)
     time.sleep(0.5)
     assert _group(proc.pid) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.xls"]
@@ -167,6 +169,13 @@ def _group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 pids.append(int(entry))
     return pids
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return f"{pid}: gone"
 
 
 def test_threads_script_measures_and_checks(tmp_path, data):
