@@ -1,6 +1,6 @@
-"""Determinism across CPU targets: a subprocess built for one target (NUMBA_CPU_NAME /
+"""Determinism across CPU targets: a subprocess built for each target (NUMBA_CPU_NAME /
 NUMBA_CPU_FEATURES) writes the host's bytes with every recipe and reads the host's files;
-the host (this process) reads the target's files.
+the host (this process) reads the targets' files (tests/test_targets.py).
 
   probe IN DIR [SRC_DIR OUT_DIR [--decode-only]]
       compress IN with every recipe to DIR/<recipe>.rwkz and print the digests of the
@@ -178,39 +178,57 @@ def decompress_all(src: Path, out: Path) -> None:
         (out / f"{name}.out").write_bytes(api.decompress(blob, prior=prior, threads=2))
 
 
-def run_target(target: str, sample: Path, root: Path, host_first: bool = True) -> dict:
-    """The host's and the target's digests, and where each decoded the other's files:
-    {"host": report, "target": report, "decoded": {"host": dir, "target": dir}}.
-    host_first False compiles the target's kernels first (a second subprocess then reads
-    the host's files): two test workers running one target each then compile the host's
-    kernels one after the other, the second loading them from the cache."""
-    dirs = {name: root / name for name in ("host", "target", "host-out", "target-out")}
-    for d in dirs.values():
-        d.mkdir()
+def target_env(target: str) -> dict:
+    """The environment of a process built for `target`, with a kernel cache of its own:
+    numba keeps one index per function, and a process that saves it for another target can
+    drop an entry the host just wrote (other test workers would then compile that kernel
+    again, uninterruptibly)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
     env.update(TARGETS[target])
-    # the target's kernels in a cache of their own: numba keeps one index per function, and
-    # a process that saves it for another target can drop an entry the host just wrote
-    # (other test workers would then compile that kernel again, uninterruptibly)
     if os.environ.get("NUMBA_CACHE_DIR"):  # set by rwkvzip on import where one is writable
         env["NUMBA_CACHE_DIR"] = f"{os.environ['NUMBA_CACHE_DIR']}-{target}"
+    return env
 
-    def probe(*args: Path) -> str:
-        proc = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True,
-                              env=env, timeout=900)
-        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-        return proc.stdout.decode()
 
-    if host_first:
-        host = compress_all(sample.read_bytes(), dirs["host"])
-        made = probe(sample, dirs["target"], dirs["host"], dirs["target-out"])
-    else:
-        made = probe(sample, dirs["target"])
-        host = compress_all(sample.read_bytes(), dirs["host"])
-        probe(sample, dirs["target"], dirs["host"], dirs["target-out"], "--decode-only")
-    decompress_all(dirs["target"], dirs["host-out"])
-    return {"host": host, "target": json.loads(made),
-            "decoded": {"host": dirs["host-out"], "target": dirs["target-out"]}}
+def probe_all(args: dict[str, tuple]) -> dict[str, str]:
+    """`probe *args[target]` in one process per target, all at once; each one's output."""
+    procs = {t: subprocess.Popen([sys.executable, __file__, *map(str, a)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=target_env(t)) for t, a in args.items()}
+    outs = {}
+    for target, proc in procs.items():
+        out, err = proc.communicate(timeout=1200)
+        assert proc.returncode == 0, f"{target}: {err.decode()[-3000:]}"
+        outs[target] = out.decode()
+    return outs
+
+
+def run_targets(targets: list[str], sample: Path, root: Path) -> dict:
+    """Each target's digests beside the host's, and where each side decoded the other's
+    files: {target: {"host": report, "target": report, "decoded": {"host": dir,
+    "target": dir}}}.
+
+    The targets' processes compile their kernels first, all at once; the host codes after
+    them, when the tests on the other workers have compiled most of its kernels meanwhile
+    (compiling them here too would do that work twice); then each target decodes the
+    host's files, and the host each target's."""
+    host = root / "host"
+    host.mkdir()
+    dirs = {t: {name: root / t / name for name in ("files", "decoded", "host-decoded")}
+            for t in targets}
+    for d in dirs.values():
+        for path in d.values():
+            path.mkdir(parents=True)
+    made = probe_all({t: (sample, dirs[t]["files"]) for t in targets})
+    report = compress_all(sample.read_bytes(), host)
+    probe_all({t: (sample, dirs[t]["files"], host, dirs[t]["decoded"], "--decode-only")
+               for t in targets})
+    runs = {}
+    for t in targets:
+        decompress_all(dirs[t]["files"], dirs[t]["host-decoded"])
+        runs[t] = {"host": report, "target": json.loads(made[t]),
+                   "decoded": {"host": dirs[t]["host-decoded"], "target": dirs[t]["decoded"]}}
+    return runs
 
 
 def main() -> None:

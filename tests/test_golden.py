@@ -27,7 +27,7 @@ def test_every_preset_card_and_architecture_has_a_golden_vector():
 
 
 def test_the_cpu_target_probe_runs_every_kernel_a_released_card_runs():
-    """tests/test_target_*.py code with the probe's recipes: among them, every entry point
+    """tests/test_targets.py codes with the probe's recipes: among them, every entry point
     (block kernel) a golden vector's card codes with."""
     from rwkvzip.cm import counts
     from rwkvzip.coding import codec

@@ -1,0 +1,40 @@
+"""Determinism across CPU targets: builds for generic SSE2 and for haswell (AVX2) write the
+host's (AVX-512) bytes with every recipe, and each side decodes the other's files
+(target_probe.py). Both targets compile at once, in processes of their own, at the start of
+the suite (this file has the most tests, and test workers take those first)."""
+
+import pytest
+
+from conftest import corpus_file
+from target_probe import NAMES, TARGETS, expected, run_targets
+
+# the sample every recipe codes: short, since each side codes it and decodes the other's
+# files with every recipe (the kernels' compile for each target is the test's main cost)
+SAMPLE, SAMPLE_BYTES = "canterbury/grammar.lsp", 1500
+
+
+def sample_bytes() -> bytes:
+    return corpus_file(SAMPLE).read_bytes()[:SAMPLE_BYTES]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("targets")
+    (root / "sample").write_bytes(sample_bytes())
+    return run_targets(list(TARGETS), root / "sample", root)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_kernels_agree_bit_for_bit(runs, target):
+    assert runs[target]["host"]["kernels"] == runs[target]["target"]["kernels"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("recipe", NAMES)
+def test_recipes_agree_bit_for_bit(runs, target, recipe):
+    """The same bytes on both, and each decodes the other's file."""
+    run = runs[target]
+    assert run["host"]["blobs"][recipe] == run["target"]["blobs"][recipe]
+    sample = sample_bytes()
+    for side, out in run["decoded"].items():
+        assert (out / f"{recipe}.out").read_bytes() == expected(recipe, sample), side
