@@ -112,14 +112,14 @@ def next_pixels(S, HB):
     S[S_IMG_LEFT] = (back(HB, pos, hmask, 2) << 8) | back(HB, pos, hmask, 1)
 
 
-@jit(inline="always")
+@jit
 def around(window, b, lo, hi):
     """Pixels lo .. hi (0: straight above, < 0 to the left) of a row window, for the pixel
     at bit b of the byte: one integer, leftmost pixel highest."""
     return (window >> (b + 8 - hi)) & ((1 << (hi - lo + 1)) - 1)
 
 
-@jit(inline="always")
+@jit
 def neighbourhood(S, d, A):
     """The rows-above part of every template for the pixels at depth d (the same for every
     prefix, so computed once a depth)."""
@@ -142,7 +142,7 @@ def neighbourhood(S, d, A):
             | (around(u1, b, 4, 4) << 14))
 
 
-@jit(inline="always")
+@jit
 def templates(A, left, out):
     """Table index of every template from the rows above (A, `neighbourhood`) and the
     pixels to the left (`left`, the last one in bit 0). The left pixels are the low bits,
@@ -162,7 +162,7 @@ def templates(A, left, out):
     out[9] = hash32(h + frame * 0x2545F491) >> (32 - TEMPLATE_BITS[9])
 
 
-@jit(inline="always")
+@jit
 def mix_pixel(CT, S, MX, ST, d, idx, st):
     """The model's mixed logit for one pixel, from the templates' indices idx (st gets the
     inputs); returns (logit, first mixer's logit, second's)."""
@@ -248,7 +248,7 @@ def image_learn(CT, S, MX, ST, symbol):
         prefix = 2 * prefix + bit
 
 
-@jit(inline="always")
+@jit
 def live(S):
     """Whether the model speaks for the next byte: it is on, has a row length, and the data
     is not text."""
