@@ -144,8 +144,12 @@ def entry_point(recipe: Recipe):
     arch = ARCHS[recipe.arch][1].arch_id if network else stepper.ARCH_NONE
     path = recipe.mix is not None and recipe.mix.path_coding
     run, run_fixed = stepper.ENTRY_POINTS[arch, path]
-    fixed = training_mode(recipe) in (stepper.MODE_NONE, stepper.MODE_FROZEN)
-    return run_fixed if fixed else run
+    return run if network_learns(recipe) else run_fixed
+
+
+def network_learns(recipe: Recipe) -> bool:
+    """Whether a network recipe's network learns (no network, or a frozen one, does not)."""
+    return training_mode(recipe) not in (stepper.MODE_NONE, stepper.MODE_FROZEN)
 
 
 def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
@@ -246,6 +250,9 @@ class NetworkPredictor(Predictor):
                                          self.rs, self.rt, self.gstate, self.scratch, self.WT,
                                          model.layout.twin_table(), self.acc,
                                          (self.REC, self.TAB, self.CUR))
+        bundles = ((self.net, self.training, self.mixing) if network_learns(recipe)
+                   else (self.net, self.mixing))
+        self._kernel = entry_point(recipe), bundles
         self.weights_changed()
         self.begin()
 
@@ -269,10 +276,7 @@ class NetworkPredictor(Predictor):
         """The block kernel of this arch and its bundles after (data, probs, io, start):
         run_fixed when the network does not learn (it compiles without the training code),
         else run."""
-        run = entry_point(self.recipe)
-        if self.F[optim.F_MODE] in (stepper.MODE_NONE, stepper.MODE_FROZEN):
-            return run, (self.net, self.mixing)
-        return run, (self.net, self.training, self.mixing)
+        return self._kernel
 
     def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
         run, arrays = self.kernel()
