@@ -31,6 +31,32 @@ TARGETS = {
     "generic-sse2": {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": ""},
     "haswell-avx2": {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES},
 }
+TARGET_ISA = {"generic-sse2": "sse2", "haswell-avx2": "avx2"}
+
+
+def host_isa() -> str:
+    """The widest vector instruction set this machine runs: avx512, avx2 (with FMA), avx or
+    sse2. A build for another CPU can only run here if it is no wider, so AVX-512 is covered
+    by the host's own build where the host has it, and not at all where it has not."""
+    import llvmlite.binding as ll
+
+    features = ll.get_host_cpu_features()
+    has = lambda name: features.get(name, False)  # noqa: E731
+    if has("avx512f"):
+        return "avx512"
+    if has("avx2") and has("fma"):
+        return "avx2"
+    return "avx" if has("avx") else "sse2"
+
+
+def same_as_host(target: str) -> str | None:
+    """Why probing `target` would only repeat the host's own build (its instruction set is
+    the host's), or None: such a build costs a full compile of every kernel (~190 s here)
+    and tests nothing the host's does not."""
+    isa = host_isa()
+    if TARGET_ISA[target] == isa:
+        return f"this machine is itself an {isa.upper()} target: the host's build covers it"
+    return None
 PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
                          value_dim=16, conv_kernel=4, mlp=64)
 
