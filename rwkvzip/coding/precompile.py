@@ -80,9 +80,11 @@ def compile_part(recipe: Recipe) -> None:
 
 def compile_mixing(recipe: Recipe) -> None:
     """Compile (or load) the kernels the block kernels call for the context models and the
-    mixer: the prediction (mixer.predict, as stepper.publish calls it, or with path coding
-    mixer.prepare and node_probability) and the learning step
-    (stepper.learn_mixing), in the order a block runs them, on fresh small arrays."""
+    mixer, on fresh small arrays: first the learning step (stepper.learn_mixing, the largest,
+    which the main process reaches last: typed only, as its caller passes it), then the
+    prediction (mixer.predict, as stepper.publish calls it, or with path coding mixer.prepare
+    and node_probability). In the other order the main process reached the learning step
+    while the helper was half-way through it, and both compiled its kernels in step."""
     from rwkvzip.cm import mixer
     from rwkvzip.cm.mixing import MixArrays
     from rwkvzip.coding import stepper
@@ -90,6 +92,9 @@ def compile_mixing(recipe: Recipe) -> None:
 
     small = small_recipe(recipe)
     m = MixArrays(small.mix, small.bptt, frozen=small.lr == 0.0)
+    symbol = np.uint8(ord("w"))  # a block's bytes are uint8 (int() keeps the type in numba)
+    compile_only(stepper.learn_mixing, symbol, 0,
+                 stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST), small.mix.path_coding)
     q = np.full(ALPHABET, 1.0 / ALPHABET, dtype=np.float32)  # the network's softmax
     if small.mix.path_coding:
         mixer.prepare(q, m.S, m.MX)
@@ -97,9 +102,13 @@ def compile_mixing(recipe: Recipe) -> None:
     else:
         mixer.predict(q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR,
                       np.zeros(ALPHABET, dtype=np.float32))
-    symbol = np.uint8(ord("w"))  # a block's bytes are uint8 (int() keeps the type in numba)
-    stepper.learn_mixing(symbol, 0, stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST),
-                         small.mix.path_coding)
+
+
+def compile_only(kernel, *args) -> None:
+    """Compile (or load) `kernel` for these arguments' types without running it."""
+    import numba
+
+    kernel.compile(tuple(numba.typeof(a) for a in args))
 
 
 def _spare_core() -> bool:
