@@ -6,11 +6,13 @@ compiled anyway.)"""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import threading
 from dataclasses import replace
 
 from rwkvzip import api
-from rwkvzip.coding import precompile
+from rwkvzip.coding import precompile, stepper
 from rwkvzip.recipe import level_recipe
 
 from conftest import helper_compiles
@@ -25,9 +27,22 @@ def test_the_mixing_kernels_are_typed_as_the_block_kernels_type_them():
     data = b"the block kernel compiles the mixing kernels; the helper finds them " * 20
     assert api.decompress(api.compress(data, recipe)) == data
     compiled = helper_compiles("compile_mixing", recipe)
-    for loaded in ("rwkvzip.cm.mixer.predict", "rwkvzip.cm.mixer.learn",
-                   "rwkvzip.coding.stepper.learn_mixing", "rwkvzip.cm.context.next_contexts"):
-        assert loaded not in compiled, compiled
+    assert not [k for k in compiled if k.startswith("rwkvzip.")], compiled
+
+
+def test_the_helper_types_every_kernel_of_the_learning_step():
+    """learning_step_parts lists the kernels stepper.learn_mixing calls (its source is read):
+    mixer.learn first, the others from the last call to the first, learn_mixing last."""
+    source = inspect.getsource(stepper.learn_mixing.py_func)
+    nodes = sorted((node for node in ast.walk(ast.parse(source))
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)),
+                   key=lambda node: (node.lineno, node.col_offset))
+    calls = [f"{node.func.value.id}.{node.func.attr}" for node in nodes]
+    parts = precompile.learning_step_parts(precompile.small_mixing(DEFAULT), path=False)
+    names = [f"{k.py_func.__module__.rsplit('.', 1)[1]}.{k.py_func.__name__}" for k, _ in parts]
+    assert names[0] == "mixer.learn" and names[-1] == "stepper.learn_mixing"
+    assert names[1:-1] == [c for c in reversed(calls) if c != "mixer.learn"]
 
 
 def test_which_part_the_helper_takes():

@@ -1,9 +1,11 @@
 """A second process compiles part of a level's kernels while the first compiles the rest:
 numba compiles one function at a time in a process (a global lock), so with a core to spare
 a cold start takes about the longer of the two parts, not their sum. The main process types
-its block kernel in program order (the network's forward, the mixing, the backward pass);
-the helper takes the part it reaches last: the backward pass when the network learns
-(else the context models' and mixer's kernels, then nothing more).
+its block kernel in program order (the network's forward, the mixing's prediction, its
+learning step, the backward pass); the helper takes the parts it reaches last: the backward
+pass when the network learns, then the mixing's learning step; else that step, then the
+mixing's prediction. Where both may reach a kernel at once, the helper takes its callees
+from the last to the first, so that the two meet in the middle.
 
 The helper calls those kernels on small fresh arrays with exactly the argument types the
 block kernels pass them (calls between kernels are typed by plain types, ops/jit.Kernel), so
@@ -71,32 +73,72 @@ def learns_by_backward(recipe: Recipe) -> bool:
 
 
 def compile_part(recipe: Recipe) -> None:
-    """The helper's part: the backward step when the network learns, else the mixing."""
+    """The helper's part: the backward step when the network learns, then the mixing's
+    learning step; else the mixing."""
     if learns_by_backward(recipe):
         compile_backward(recipe)
+        if recipe.mix is not None:
+            compile_learning_step(small_mixing(recipe), recipe.mix.path_coding)
     elif recipe.mix is not None:
         compile_mixing(recipe)
 
 
-def compile_mixing(recipe: Recipe) -> None:
-    """Compile (or load) the kernels the block kernels call for the context models and the
-    mixer, on fresh small arrays: first the learning step (stepper.learn_mixing, the largest,
-    which the main process reaches last: typed only, as its caller passes it), then the
-    prediction (mixer.predict, as stepper.publish calls it, or with path coding mixer.prepare
-    and node_probability). In the other order the main process reached the learning step
-    while the helper was half-way through it, and both compiled its kernels in step."""
-    from rwkvzip.cm import mixer
+def small_mixing(recipe: Recipe):
+    """The mixing's arrays (cm.mixing.MixArrays) for small_recipe(recipe)."""
     from rwkvzip.cm.mixing import MixArrays
+
+    small = small_recipe(recipe)
+    return MixArrays(small.mix, small.bptt, frozen=small.lr == 0.0)
+
+
+def learning_step_parts(m, path: bool) -> list[tuple]:
+    """(kernel, arguments) for each kernel stepper.learn_mixing calls, on the arrays `m`,
+    in the order the helper compiles them: the mixer's learning step (the largest) first,
+    then the others from the last call to the first, then learn_mixing itself. The main
+    process types them from the first call on, so when it reaches the step while the helper
+    is still at it, the two meet in the middle instead of compiling the same kernels in
+    step (tests/test_precompile.py checks the calls against learn_mixing's source)."""
+    from rwkvzip.cm import context, delta, exe, image, mixer, sheet
     from rwkvzip.coding import stepper
     from rwkvzip.ops import ALPHABET
 
-    small = small_recipe(recipe)
-    m = MixArrays(small.mix, small.bptt, frozen=small.lr == 0.0)
     symbol = np.uint8(ord("w"))  # a block's bytes are uint8 (int() keeps the type in numba)
-    compile_only(stepper.learn_mixing, symbol, 0,
-                 stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST), small.mix.path_coding)
+    calls = [  # as learn_mixing makes them
+        (context.next_contexts, (m.S, m.HB, symbol)),
+        (sheet.next_contexts, (m.S, m.HB)),
+        (exe.next_contexts, (m.S, m.HB)),
+        (delta.next_contexts, (m.CT, m.S, m.HB)),
+        (context.match_update, (m.S, m.HB, m.CT)),
+        (image.next_pixels, (m.S, m.HB)),
+        (context.prefetch_slots, (m.CT, m.S, 1)),
+    ]
+    if not path:
+        calls.append((mixer.prefetch_rows, (m.S, m.MX)))
+    first = (mixer.learn, (symbol, m.CT, m.S, m.MX, m.ST, m.MX[:ALPHABET]))
+    step = (stepper.learn_mixing, (symbol, 0, stepper.Mixing(m.CT, m.HB, m.S, m.MX, m.ST),
+                                   path))
+    return [first, *reversed(calls), step]
+
+
+def compile_learning_step(m, path: bool) -> None:
+    """Type (compile or load, without running) learning_step_parts."""
+    for kernel, args in learning_step_parts(m, path):
+        compile_only(kernel, *args)
+
+
+def compile_mixing(recipe: Recipe) -> None:
+    """The mixing's kernels: its learning step first (the largest, which the main process
+    reaches last), then the prediction (mixer.predict, as stepper.publish calls it, or with
+    path coding mixer.prepare and node_probability), run once on fresh small arrays. In the
+    other order the main process reached the learning step while the helper was half-way
+    through it, and both compiled its kernels in step."""
+    from rwkvzip.cm import mixer
+    from rwkvzip.ops import ALPHABET
+
+    m = small_mixing(recipe)
+    compile_learning_step(m, recipe.mix.path_coding)
     q = np.full(ALPHABET, 1.0 / ALPHABET, dtype=np.float32)  # the network's softmax
-    if small.mix.path_coding:
+    if recipe.mix.path_coding:
         mixer.prepare(q, m.S, m.MX)
         mixer.node_probability(m.CT, m.S, m.MX, m.ST, 1, 0)
     else:
