@@ -40,13 +40,12 @@ def host_isa() -> str:
     by the host's own build where the host has it, and not at all where it has not."""
     import llvmlite.binding as ll
 
-    features = ll.get_host_cpu_features()
-    has = lambda name: features.get(name, False)  # noqa: E731
-    if has("avx512f"):
+    has = {name for name, on in ll.get_host_cpu_features().items() if on}
+    if "avx512f" in has:
         return "avx512"
-    if has("avx2") and has("fma"):
+    if {"avx2", "fma"} <= has:
         return "avx2"
-    return "avx" if has("avx") else "sse2"
+    return "avx" if "avx" in has else "sse2"
 
 
 def same_as_host(target: str) -> str | None:

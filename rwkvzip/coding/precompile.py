@@ -7,11 +7,12 @@ pass when the network learns, then the mixing's learning step; else that step, t
 mixing's prediction. Where both may reach a kernel at once, the helper takes its callees
 from the last to the first, so that the two meet in the middle.
 
-The helper calls those kernels on small fresh arrays with exactly the argument types the
-block kernels pass them (calls between kernels are typed by plain types, ops/jit.Kernel), so
-what it writes to the shared on-disk cache is what the first process then loads instead of
-compiling. It is started only when the warm-up is still running after HELPER_DELAY seconds
-(loading cached kernels takes less), and stopped when the warm-up ends.
+The helper calls (or, for the learning step, only types) those kernels on small fresh
+arrays with exactly the argument types the block kernels pass them (calls between kernels
+are typed by plain types, ops/jit.Kernel), so what it writes to the shared on-disk cache is
+what the first process then loads instead of compiling. It is started only when the warm-up
+is still running after HELPER_DELAY seconds (loading cached kernels takes less), and stopped
+when the warm-up ends.
 
     python -m rwkvzip.coding.precompile RECIPE_JSON
 """
@@ -25,10 +26,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rwkvzip.recipe import PROB_FLOOR, Recipe
+
+if TYPE_CHECKING:
+    from rwkvzip.cm.mixing import MixArrays
 
 HELPER_DELAY = 1.0  # seconds; warm starts take 0.4-0.6 s here
 
@@ -83,7 +88,7 @@ def compile_part(recipe: Recipe) -> None:
         compile_mixing(recipe)
 
 
-def small_mixing(recipe: Recipe):
+def small_mixing(recipe: Recipe) -> MixArrays:
     """The mixing's arrays (cm.mixing.MixArrays) for small_recipe(recipe)."""
     from rwkvzip.cm.mixing import MixArrays
 
@@ -91,7 +96,7 @@ def small_mixing(recipe: Recipe):
     return MixArrays(small.mix, small.bptt, frozen=small.lr == 0.0)
 
 
-def learning_step_parts(m, path: bool) -> list[tuple]:
+def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
     """(kernel, arguments) for each kernel stepper.learn_mixing calls, on the arrays `m`,
     in the order the helper compiles them: the mixer's learning step (the largest) first,
     then the others from the last call to the first, then learn_mixing itself. The main
@@ -120,7 +125,7 @@ def learning_step_parts(m, path: bool) -> list[tuple]:
     return [first, *reversed(calls), step]
 
 
-def compile_learning_step(m, path: bool) -> None:
+def compile_learning_step(m: MixArrays, path: bool) -> None:
     """Type (compile or load, without running) learning_step_parts."""
     for kernel, args in learning_step_parts(m, path):
         compile_only(kernel, *args)
@@ -146,7 +151,7 @@ def compile_mixing(recipe: Recipe) -> None:
                       np.zeros(ALPHABET, dtype=np.float32))
 
 
-def compile_only(kernel, *args) -> None:
+def compile_only(kernel, *args: object) -> None:
     """Compile (or load) `kernel` for these arguments' types without running it."""
     import numba
 
