@@ -32,12 +32,14 @@ TARGETS = {
     "haswell-avx2": {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES},
 }
 TARGET_ISA = {"generic-sse2": "sse2", "haswell-avx2": "avx2"}
+ISA_ORDER = ("sse2", "avx", "avx2", "avx512")  # narrowest first
+PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
+                         value_dim=16, conv_kernel=4, mlp=64)
 
 
 def host_isa() -> str:
-    """The widest vector instruction set this machine runs: avx512, avx2 (with FMA), avx or
-    sse2. A build for another CPU can only run here if it is no wider, so AVX-512 is covered
-    by the host's own build where the host has it, and not at all where it has not."""
+    """The widest vector instruction set this machine runs (ISA_ORDER), or "other" where it
+    is not an x86-64 CPU."""
     import llvmlite.binding as ll
 
     has = {name for name, on in ll.get_host_cpu_features().items() if on}
@@ -45,19 +47,24 @@ def host_isa() -> str:
         return "avx512"
     if {"avx2", "fma"} <= has:
         return "avx2"
-    return "avx" if "avx" in has else "sse2"
+    if "avx" in has:
+        return "avx"
+    return "sse2" if "sse2" in has else "other"
 
 
-def same_as_host(target: str) -> str | None:
-    """Why probing `target` would only repeat the host's own build (its instruction set is
-    the host's), or None: such a build costs a full compile of every kernel (~190 s here)
-    and tests nothing the host's does not."""
-    isa = host_isa()
-    if TARGET_ISA[target] == isa:
+def not_probed(target: str) -> str | None:
+    """Why `target` is not probed on this machine, or None. A target whose instruction set
+    is the host's own would only repeat the host's build (a full compile of every kernel,
+    ~190 s here); one wider than the host's cannot run here (AVX-512 is covered by the
+    host's own build where the host has it); an x86 target cannot run on another CPU."""
+    isa, want = host_isa(), TARGET_ISA[target]
+    if isa == "other":
+        return "this machine is not an x86-64 CPU"
+    if want == isa:
         return f"this machine is itself an {isa.upper()} target: the host's build covers it"
+    if ISA_ORDER.index(want) > ISA_ORDER.index(isa):
+        return f"this machine's widest instruction set is {isa.upper()}: it cannot run it"
     return None
-PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
-                         value_dim=16, conv_kernel=4, mlp=64)
 
 
 def probe_prior() -> bytes:
