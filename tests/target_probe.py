@@ -8,6 +8,7 @@ the host (this process) reads the targets' files (tests/test_targets.py).
       SRC_DIR/<recipe>.rwkz to OUT_DIR/<recipe>.out.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -37,9 +38,10 @@ PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_di
                          value_dim=16, conv_kernel=4, mlp=64)
 
 
+@functools.cache
 def host_isa() -> str:
     """The widest vector instruction set this machine runs (ISA_ORDER), or "other" where it
-    is not an x86-64 CPU."""
+    is not an x86-64 CPU (asked once: every test of tests/test_targets.py asks it)."""
     import llvmlite.binding as ll
 
     has = {name for name, on in ll.get_host_cpu_features().items() if on}
