@@ -8,6 +8,7 @@ from rwkvzip.coding import coder, container, stepper
 from rwkvzip.coding.codec import Predictor
 from rwkvzip.net import optim
 from rwkvzip.net.gdn.model import GdnConfig
+from rwkvzip.ops.linalg import refresh_twins
 from rwkvzip.recipe import Recipe, RecipeError, with_overrides
 
 from conftest import TINY_CONFIG, helper_compiles
@@ -205,6 +206,23 @@ def test_the_compile_helper_types_the_backward_step_as_the_block_kernels_do(arch
     assert api.decompress(api.compress(TEXT, r)) == TEXT
     compiled = helper_compiles("compile_backward", r)
     assert not [c for c in compiled if c.endswith("backward_step")], compiled
+
+
+def test_refresh_twins_transposes_every_shape_tiles_and_edges():
+    """The twins are copied in 8 x 8 tiles: shapes that are not multiples of the tile must
+    have their edge rows and columns copied too, and nothing outside the listed matrices
+    may change."""
+    shapes = [(3, 5), (8, 8), (13, 24), (24, 13), (64, 17), (9, 1), (1, 9)]
+    offsets = np.cumsum([0] + [a * b + 2 for a, b in shapes])  # gaps stay untouched
+    table = np.array([(o, a, b) for o, (a, b) in zip(offsets[:-1], shapes, strict=True)],
+                     dtype=np.int64)
+    W = np.random.default_rng(0).standard_normal(offsets[-1]).astype(np.float32)
+    WT = np.full_like(W, 7.0)
+    refresh_twins(W, WT, table)
+    for off, n_in, n_out in table:
+        n = n_in * n_out
+        assert np.array_equal(WT[off:off + n], W[off:off + n].reshape(n_in, n_out).T.ravel())
+        assert np.all(WT[off + n:off + n + 2] == 7.0)
 
 
 @pytest.mark.parametrize("arch", ["rwkv7", "gdn"])

@@ -190,23 +190,39 @@ def input_gradient(M, MT, g, n_in, n_out, x, acc, narrow):
         matvec_t(M, g, n_in, n_out, x, 0.0, False)
 
 
+TWIN_TILE = 8
+
+
 @jit
 def refresh_twins(W, WT, table):
     """WT[off:off + n] = the output-major twin of each input-major matrix of W listed in
-    table (rows: offset, n_in, n_out), after W changed. The loop order keeps the long
-    stride on the cheaper side (measured: 512x64 22 us, 64x512 20 us)."""
+    table (rows: offset, n_in, n_out), after W changed. A plain copy, so any order gives the
+    same bits: tiles of 8 x 8 go through a small buffer, so that both the reads and the writes
+    run along contiguous rows (measured at -7's size: 130 -> 40 us a refresh)."""
+    B = TWIN_TILE
+    tile = np.empty(B * B, dtype=W.dtype)
     for r in range(table.shape[0]):
         off, n_in, n_out = table[r, 0], table[r, 1], table[r, 2]
         M = W[off:off + n_in * n_out]
         MT = WT[off:off + n_in * n_out]
-        if n_in >= n_out:
+        i_end = n_in - n_in % B
+        o_end = n_out - n_out % B
+        for i0 in range(0, i_end, B):
+            for o0 in range(0, o_end, B):
+                for a in range(B):
+                    src = M[(i0 + a) * n_out + o0:(i0 + a) * n_out + o0 + B]
+                    for b in range(B):
+                        tile[b * B + a] = src[b]
+                for b in range(B):
+                    dst = MT[(o0 + b) * n_in + i0:(o0 + b) * n_in + i0 + B]
+                    for a in range(B):
+                        dst[a] = tile[b * B + a]
+            for o in range(o_end, n_out):
+                for i in range(i0, i0 + B):
+                    MT[o * n_in + i] = M[i * n_out + o]
+        for i in range(i_end, n_in):
             for o in range(n_out):
-                for i in range(n_in):
-                    MT[o * n_in + i] = M[i * n_out + o]
-        else:
-            for i in range(n_in):
-                for o in range(n_out):
-                    MT[o * n_in + i] = M[i * n_out + o]
+                MT[o * n_in + i] = M[i * n_out + o]
 
 
 @jit
