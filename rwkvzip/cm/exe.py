@@ -26,6 +26,9 @@ little in binary words carry word contexts instead (no slot is added, so text pa
   and the previous word's opcode fields (`fields`); KIND_WORD_TRIGRAM's the same and that
   word's destination register (bits 29-25); the others' j, the bytes so far and the previous
   word's top 16 bits;
+* with the syntax model (syntax.py), whose two slots words leave idle: KIND_SHEET_FIELD's
+  j, the bytes so far and the opcode fields of the two words before; KIND_SHEET_COL's j,
+  the bytes so far and the byte at place j of the word before;
 * the second mixer's weight set and the second APM's row are chosen by j and the fields
   read so far (`next_selector`) instead of by the last byte.
 
@@ -39,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import image, sheet
+from rwkvzip.cm import image, sheet, syntax
 from rwkvzip.cm.history import hash32, text_class
 from rwkvzip.ops.jit import jit
 
@@ -115,7 +118,7 @@ def follow_evidence(S, hist, n):
 def structure_known(S):
     """Whether a model that knows the data's structure speaks for it: a spreadsheet record
     chain followed (sheet.py), or a 1-bit image of long rows (image.py)."""
-    if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_NEXT] >= 0:
+    if sheet.following(S):
         return True
     return image.live(S) and S[image.S_IMG_R] >= IMAGE_ROW_MIN
 
@@ -162,9 +165,20 @@ def next_contexts(S, HB):
     j = (n - S[S_EXE_PHASE]) & 3
     S[S_EXE_SEL] = next_selector(j, hist)
     part = (hist & ((1 << (8 * j)) - 1)) | (1 << (8 * j))  # the word's bytes so far
-    before = word_before(HB, (1 << S[cx.S_HBITS]) - 1, n - j)
+    hmask = (1 << S[cx.S_HBITS]) - 1
+    before = word_before(HB, hmask, n - j)
+    before2 = word_before(HB, hmask, n - j - 4)
+    syntax_slots = S[syntax.S_SY_ON] != 0
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
+        if cx.is_sheet_kind(k) and syntax_slots:
+            if k == cx.KIND_SHEET_FIELD:
+                h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
+                S[cx.S_CTX + m] = cx.mixh(h, fields(before) | (fields(before2) << 8))
+            elif k == cx.KIND_SHEET_COL:
+                h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
+                S[cx.S_CTX + m] = cx.mixh(h, (before >> (24 - 8 * j)) & 0xFF)
+            continue
         if k != cx.KIND_WORD4 and not cx.is_text_kind(k):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)

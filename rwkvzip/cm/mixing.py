@@ -7,12 +7,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, sheet
+from rwkvzip.cm import delta, exe, image, sheet, syntax
 from rwkvzip.cm import mixer as mx
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
-                   "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta")
+                   "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
+                   "syntax")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ class MixConfig:
     coding/stepper.py, take_path); delta: the column-delta model (cm/delta.py): while the
     data is binary records, four histograms of the steps a column takes from the byte
     above are four more inputs, and a switch after the APMs mixes their distributions with
-    the mixer's by column (needs exe, whose measure of binary data it uses). A field
+    the mixer's by column (needs exe, whose measure of binary data it uses); syntax: the
+    syntax model (cm/syntax.py): the slots of kinds 16 and 17, while no spreadsheet record
+    chain is followed, carry the last punctuation bytes of the line or string with the
+    current token, and with the last byte (needs both kinds in the orders). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -82,6 +86,7 @@ class MixConfig:
     exe: bool = False
     path_coding: bool = False
     delta: bool = False
+    syntax: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -92,6 +97,9 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
+        if self.syntax and not syntax.enabled(self.orders):
+            raise ValueError("syntax needs the spreadsheet kinds 16 and 17 in the orders "
+                             "(it takes their slots)")
         if self.sheet_expect and not sheet.enabled(self.orders):
             raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:
@@ -167,6 +175,7 @@ class MixArrays:
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
         S[sheet.S_SH_X_BASE] = S[image.S_IMG_BASE] + image.table_size() * cfg.image
         S[delta.S_DL_ON] = int(cfg.delta)
+        S[syntax.S_SY_ON] = int(cfg.syntax)
         delta.place_tables(S, S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         self.CT = np.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, dtype=np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0

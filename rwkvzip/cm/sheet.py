@@ -121,6 +121,12 @@ def follow(S, HB, hmask):
 
 
 @jit
+def following(S):
+    """Whether a record chain is followed (the sheet kinds have contexts for the next byte)."""
+    return S[S_SH_ON] != 0 and S[S_SH_NEXT] >= 0
+
+
+@jit
 def begin(S, start, rtype, length):
     S[S_SH_PREV] = S[S_SH_START]
     S[S_SH_START] = start

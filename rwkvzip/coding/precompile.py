@@ -103,7 +103,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
     process types them from the first call on, so when it reaches the step while the helper
     is still at it, the two meet in the middle instead of compiling the same kernels in
     step (tests/test_precompile.py checks the calls against learn_mixing's source)."""
-    from rwkvzip.cm import context, delta, exe, image, mixer, sheet
+    from rwkvzip.cm import context, delta, exe, image, mixer, sheet, syntax
     from rwkvzip.coding import stepper
     from rwkvzip.ops import ALPHABET
 
@@ -111,6 +111,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
     calls = [  # as learn_mixing makes them
         (context.next_contexts, (m.S, m.HB, symbol)),
         (sheet.next_contexts, (m.S, m.HB)),
+        (syntax.next_contexts, (m.S,)),
         (exe.next_contexts, (m.S, m.HB)),
         (delta.next_contexts, (m.CT, m.S, m.HB)),
         (context.match_update, (m.S, m.HB, m.CT)),

@@ -61,7 +61,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, delta, exe, image, mixer, sheet
+from rwkvzip.cm import context, delta, exe, image, mixer, sheet, syntax
 from rwkvzip.coding import coder
 from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient, narrow_sums
 from rwkvzip.net.gdn import backward as gdn_backward
@@ -247,6 +247,7 @@ def learn_mixing(symbol, j, mixing, path):
     mixer.learn(symbol, CT, S, MX, ST, MX[row:row + ALPHABET])
     context.next_contexts(S, HB, symbol)
     sheet.next_contexts(S, HB)
+    syntax.next_contexts(S)
     exe.next_contexts(S, HB)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)

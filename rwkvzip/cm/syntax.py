@@ -1,0 +1,82 @@
+"""The syntax model: contexts of where a byte stands in the punctuation of its line or string.
+
+Source code, markup, configuration, debug strings and prose alike are tokens separated by
+punctuation whose order follows a grammar: after `name:` in a debug string comes a type
+number, after `);` in C a newline, after `="` in HTML a value, after `, ` in prose a
+word. The order-k contexts see only the last k bytes, and the word kinds (0, 20 ... 22) only
+the words. The model keeps, since the last line feed or NUL (the separator of lines and of
+the strings in an executable's string tables), the last four bytes that are neither letters,
+digits nor `_` (the punctuation path, spaces included), and a hash of the current token
+(the letters, digits and `_` since the last of them). It sets two contexts:
+
+* KIND_SHEET_FIELD's slot: the punctuation path and the current token;
+* KIND_SHEET_COL's slot: the last two bytes of the path and a(1).
+
+It adds no slot. It takes the spreadsheet kinds' slots (16, 17) while they are absent,
+that is while no BIFF record chain is followed (sheet.py), and leaves them absent while the
+1-bit image model is live (image.py: a bitmap is not text). While the executable model is
+live (exe.py: aligned words of code and tables, where punctuation means nothing) that
+model sets both slots to word contexts of its own (exe.SYNTAX_SLOT_CONTEXTS). The model
+runs in recipes with the mix field `syntax`, which needs kinds 16 and 17 in the orders.
+
+Measured on the corpus (models/README.md, "The syntax model"): every text file gains, most
+the small ones (cp.html -2 %), and sum -1.9 %; kennedy.xls and ptt5 code exactly as
+without it. Everything is integer.
+"""
+
+from __future__ import annotations
+
+from rwkvzip.cm import context as cx
+from rwkvzip.cm import image, sheet
+from rwkvzip.cm.history import hash32
+from rwkvzip.ops.jit import jit
+
+# S slots (context.py reserves the range): on (the recipe's mix field syntax), the
+# punctuation path (its last four bytes, the last one lowest) and the current token's hash
+(S_SY_ON, S_SY_PATH, S_SY_TOKEN) = range(cx.S_SYNTAX, cx.S_SYNTAX + 3)
+PATH_MASK = 0xFFFFFFFF  # four bytes of punctuation
+
+
+def enabled(orders: tuple[int, ...]) -> bool:
+    """Whether a recipe's orders have the two slots the model takes."""
+    return cx.KIND_SHEET_FIELD in orders and cx.KIND_SHEET_COL in orders
+
+
+@jit(inline="always")
+def is_token_byte(b):
+    """Letters, digits and `_`: what a token is made of."""
+    return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b == 95
+
+
+@jit(inline="always")
+def context_hash(k, a, b):
+    """A context of kind k's slot from two values (each at least 0)."""
+    h = hash32(k * 0x2545F491 + 0x1234567)
+    h = hash32(h * 0x01000193 + a + 2)
+    return hash32(h * 0x01000193 + b + 2)
+
+
+@jit
+def next_contexts(S):
+    """After sheet.next_contexts: move the path and token over the byte just coded and, while
+    the spreadsheet kinds' slots are free and no bitmap is live, set the two contexts
+    (exe.next_contexts, after this, may take the slots for its words)."""
+    if S[S_SY_ON] == 0:
+        return
+    last = S[cx.S_HIST] & 0xFF
+    if last == 0 or last == 10:  # NUL or line feed: a new string or line
+        S[S_SY_PATH] = 0
+        S[S_SY_TOKEN] = 0
+    elif is_token_byte(last):
+        S[S_SY_TOKEN] = hash32(S[S_SY_TOKEN] * 0x01000193 + last + 1)
+    else:
+        S[S_SY_PATH] = ((S[S_SY_PATH] << 8) | last) & PATH_MASK
+        S[S_SY_TOKEN] = 0
+    if sheet.following(S) or image.live(S):
+        return
+    for m in range(S[cx.S_K]):
+        k = S[cx.S_ORDERS + m]
+        if k == cx.KIND_SHEET_FIELD:
+            S[cx.S_CTX + m] = context_hash(k, S[S_SY_PATH], S[S_SY_TOKEN])
+        elif k == cx.KIND_SHEET_COL:
+            S[cx.S_CTX + m] = context_hash(k, S[S_SY_PATH] & 0xFFFF, last)

@@ -1,0 +1,96 @@
+"""The syntax model (cm/syntax.py): the punctuation path of a line or string and the current
+token, in the spreadsheet kinds' slots while they are idle; absent under a followed record
+chain and a live bitmap, the executable model's words while that model is live; a card
+without it codes exactly as before, and text with it codes better."""
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mixing_probe import fed, payload
+
+from rwkvzip import api
+from rwkvzip.cm import context, exe, image, sheet, syntax
+from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.recipe import Recipe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from make_golden import bitmap, code, golden_input  # noqa: E402
+from make_golden import sheet as worksheet  # noqa: E402
+
+SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 11, 16, 17, 20, 21), table_bits=11,
+                  match_bits=14, network=False, selectors=2, exe=True)
+SYNTAX = replace(SMALL, syntax=True)
+FIELD, COL = 6, 7  # the slots of kinds 16 and 17 in SMALL's orders
+SOURCE = (b"int main(int argc, char **argv) {\n    if (argc > 1) {\n"
+          b"        printf(\"%s: %d\\n\", argv[1], argc);\n    }\n    return 0;\n}\n") * 12
+
+
+def slots(S) -> tuple[int, int]:
+    return S[context.S_CTX + FIELD], S[context.S_CTX + COL]
+
+
+def test_the_path_and_token_follow_the_punctuation_of_a_line_or_string():
+    S = fed(b"x: int = f(a, b)\nstatic:t1=r1;0;1", SYNTAX).S
+    assert S[syntax.S_SY_PATH] == int.from_bytes(b":=;;", "big")  # since the line feed
+    assert S[syntax.S_SY_TOKEN] != 0  # inside the token "1"
+    S = fed(b"abc\x00", SYNTAX).S  # a NUL starts a new string
+    assert S[syntax.S_SY_PATH] == 0 and S[syntax.S_SY_TOKEN] == 0
+    field, col = slots(S)
+    assert field == syntax.context_hash(context.KIND_SHEET_FIELD, 0, 0)
+    assert col == syntax.context_hash(context.KIND_SHEET_COL, 0, 0)
+
+
+def test_the_contexts_tell_tokens_and_paths_apart():
+    a, b = fed(b"f(a, b", SYNTAX).S, fed(b"f(a; b", SYNTAX).S
+    assert slots(a)[0] != slots(b)[0] and slots(a)[1] != slots(b)[1]
+    c, d = fed(b"(abc", SYNTAX).S, fed(b"(abd", SYNTAX).S  # same path, other token
+    assert slots(c)[0] != slots(d)[0] and slots(c)[1] != slots(d)[1]  # a(1) differs too
+    e, f = fed(b"x.(abc", SYNTAX).S, fed(b"y.(abc", SYNTAX).S  # the same path and token
+    assert slots(e) == slots(f)
+
+
+def test_without_it_the_slots_stay_absent_and_a_card_codes_as_before():
+    assert slots(fed(SOURCE, SMALL).S) == (context.ABSENT, context.ABSENT)
+    assert payload(SOURCE, SMALL) != payload(SOURCE, SYNTAX)
+    plain = replace(SMALL, orders=(1, 2, 3, 0, 13, 11, 20, 21))  # no slots to take
+    with pytest.raises(ValueError, match="syntax needs"):
+        replace(plain, syntax=True).validate()
+
+
+def test_it_yields_to_a_followed_record_chain_and_a_bitmap():
+    S = fed(worksheet()[:-4], SYNTAX).S
+    assert sheet.following(S)
+    assert slots(S) == slots(fed(worksheet()[:-4], SMALL).S)  # the sheet's own contexts
+    pic = replace(SYNTAX, image=True)
+    S = fed(bitmap() * 3, pic).S
+    assert image.live(S) and slots(S) == (context.ABSENT, context.ABSENT)
+
+
+def test_on_machine_code_the_executable_model_takes_the_slots():
+    S = fed(golden_input()[:600] + code(), SYNTAX).S
+    assert S[exe.S_EXE_SEL] >= 0  # live
+    j = (S[context.S_POS] - S[exe.S_EXE_PHASE]) & 3
+    hist = S[context.S_HIST]
+    part = (hist & ((1 << (8 * j)) - 1)) | (1 << (8 * j))
+    hb = np.frombuffer(golden_input()[:600] + code(), dtype=np.uint8)
+    n = len(hb)
+    before, before2 = exe.word_before(hb, -1, n - j), exe.word_before(hb, -1, n - j - 4)
+
+    def word_context(k, x):
+        h = context.mixh(context.mixh(exe.hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
+        return context.mixh(h, x)
+
+    assert slots(S) == (
+        word_context(context.KIND_SHEET_FIELD, exe.fields(before) | (exe.fields(before2) << 8)),
+        word_context(context.KIND_SHEET_COL, (before >> (24 - 8 * j)) & 0xFF))
+
+
+def test_source_code_compresses_better_and_everything_roundtrips():
+    source = (Path(__file__).resolve().parents[1] / "rwkvzip" / "cm" / "mixing.py").read_bytes()
+    source = source[:12000]  # Python: measured 3,535 -> 3,503 bytes with this small config
+    assert len(payload(source, SYNTAX)) < 0.995 * len(payload(source, SMALL))
+    for data in (source[:3000], golden_input()[:600] + code(), worksheet(), bitmap()):
+        assert api.decompress(api.compress(data, Recipe(mix=SYNTAX))) == data
