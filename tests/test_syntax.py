@@ -20,27 +20,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from make_golden import bitmap, code, golden_input  # noqa: E402
 from make_golden import sheet as worksheet  # noqa: E402
 
-SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 11, 16, 17, 20, 21), table_bits=11,
+SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 11, 16, 17, 18, 20, 21), table_bits=11,
                   match_bits=14, network=False, selectors=2, exe=True)
 SYNTAX = replace(SMALL, syntax=True)
-FIELD, COL = 6, 7  # the slots of kinds 16 and 17 in SMALL's orders
+FIELD, COL, ABOVE = 6, 7, 8  # the slots of kinds 16, 17 and 18 in SMALL's orders
 SOURCE = (b"int main(int argc, char **argv) {\n    if (argc > 1) {\n"
           b"        printf(\"%s: %d\\n\", argv[1], argc);\n    }\n    return 0;\n}\n") * 12
 
 
-def slots(S) -> tuple[int, int]:
-    return S[context.S_CTX + FIELD], S[context.S_CTX + COL]
+def slots(S) -> tuple[int, int, int]:
+    return S[context.S_CTX + FIELD], S[context.S_CTX + COL], S[context.S_CTX + ABOVE]
+
+
+ABSENT = (context.ABSENT,) * 3
 
 
 def test_the_path_and_token_follow_the_punctuation_of_a_line_or_string():
     S = fed(b"x: int = f(a, b)\nstatic:t1=r1;0;1", SYNTAX).S
     assert S[syntax.S_SY_PATH] == int.from_bytes(b":=;;", "big")  # since the line feed
-    assert S[syntax.S_SY_TOKEN] != 0  # inside the token "1"
+    assert S[syntax.S_SY_TOKEN] != 0 and S[syntax.S_SY_LENGTH] == 1  # in the token "1"
+    S = fed(b"a_long_name_of_twenty", SYNTAX).S
+    assert S[syntax.S_SY_PATH] == 0 and S[syntax.S_SY_LENGTH] == 21
+    assert slots(S)[2] == syntax.context_hash(context.KIND_SHEET_ABOVE, 0, syntax.LENGTH_CAP)
     S = fed(b"abc\x00", SYNTAX).S  # a NUL starts a new string
-    assert S[syntax.S_SY_PATH] == 0 and S[syntax.S_SY_TOKEN] == 0
-    field, col = slots(S)
-    assert field == syntax.context_hash(context.KIND_SHEET_FIELD, 0, 0)
-    assert col == syntax.context_hash(context.KIND_SHEET_COL, 0, 0)
+    assert S[syntax.S_SY_PATH] == S[syntax.S_SY_TOKEN] == S[syntax.S_SY_LENGTH] == 0
+    assert slots(S) == tuple(syntax.context_hash(k, 0, 0) for k in syntax.KINDS)
 
 
 def test_the_contexts_tell_tokens_and_paths_apart():
@@ -50,14 +54,16 @@ def test_the_contexts_tell_tokens_and_paths_apart():
     assert slots(c)[0] != slots(d)[0] and slots(c)[1] != slots(d)[1]  # a(1) differs too
     e, f = fed(b"x.(abc", SYNTAX).S, fed(b"y.(abc", SYNTAX).S  # the same path and token
     assert slots(e) == slots(f)
+    g, h = fed(b"(name", SYNTAX).S, fed(b"(size", SYNTAX).S  # tokens of one length
+    assert slots(g)[0] != slots(h)[0] and slots(g)[2] == slots(h)[2]
 
 
 def test_without_it_the_slots_stay_absent_and_a_card_codes_as_before():
-    assert slots(fed(SOURCE, SMALL).S) == (context.ABSENT, context.ABSENT)
+    assert slots(fed(SOURCE, SMALL).S) == ABSENT
     assert payload(SOURCE, SMALL) != payload(SOURCE, SYNTAX)
-    plain = replace(SMALL, orders=(1, 2, 3, 0, 13, 11, 20, 21))  # no slots to take
+    short = replace(SMALL, orders=(1, 2, 3, 0, 13, 11, 16, 17, 20, 21))  # no kind 18
     with pytest.raises(ValueError, match="syntax needs"):
-        replace(plain, syntax=True).validate()
+        replace(short, syntax=True).validate()
 
 
 def test_it_yields_to_a_followed_record_chain_and_a_bitmap():
@@ -66,7 +72,7 @@ def test_it_yields_to_a_followed_record_chain_and_a_bitmap():
     assert slots(S) == slots(fed(worksheet()[:-4], SMALL).S)  # the sheet's own contexts
     pic = replace(SYNTAX, image=True)
     S = fed(bitmap() * 3, pic).S
-    assert image.live(S) and slots(S) == (context.ABSENT, context.ABSENT)
+    assert image.live(S) and slots(S) == ABSENT
 
 
 def test_on_machine_code_the_executable_model_takes_the_slots():
@@ -85,7 +91,8 @@ def test_on_machine_code_the_executable_model_takes_the_slots():
 
     assert slots(S) == (
         word_context(context.KIND_SHEET_FIELD, exe.fields(before) | (exe.fields(before2) << 8)),
-        word_context(context.KIND_SHEET_COL, (before >> (24 - 8 * j)) & 0xFF))
+        word_context(context.KIND_SHEET_COL, (before >> (24 - 8 * j)) & 0xFF),
+        word_context(context.KIND_SHEET_ABOVE, before2 >> 16))
 
 
 def test_source_code_compresses_better_and_everything_roundtrips():

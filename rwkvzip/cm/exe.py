@@ -26,9 +26,10 @@ little in binary words carry word contexts instead (no slot is added, so text pa
   and the previous word's opcode fields (`fields`); KIND_WORD_TRIGRAM's the same and that
   word's destination register (bits 29-25); the others' j, the bytes so far and the previous
   word's top 16 bits;
-* with the syntax model (syntax.py), whose two slots words leave idle: KIND_SHEET_FIELD's
-  j, the bytes so far and the opcode fields of the two words before; KIND_SHEET_COL's j,
-  the bytes so far and the byte at place j of the word before;
+* with the syntax model (syntax.py), whose slots words leave idle: KIND_SHEET_FIELD's j,
+  the bytes so far and the opcode fields of the two words before; KIND_SHEET_COL's j, the
+  bytes so far and the byte at place j of the word before; KIND_SHEET_ABOVE's j, the bytes
+  so far and the top 16 bits of the word two before;
 * the second mixer's weight set and the second APM's row are chosen by j and the fields
   read so far (`next_selector`) instead of by the last byte.
 
@@ -178,6 +179,9 @@ def next_contexts(S, HB):
             elif k == cx.KIND_SHEET_COL:
                 h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
                 S[cx.S_CTX + m] = cx.mixh(h, (before >> (24 - 8 * j)) & 0xFF)
+            elif k == cx.KIND_SHEET_ABOVE:
+                h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
+                S[cx.S_CTX + m] = cx.mixh(h, before2 >> 16)
             continue
         if k != cx.KIND_WORD4 and not cx.is_text_kind(k):
             continue

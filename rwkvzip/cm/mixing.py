@@ -57,9 +57,10 @@ class MixConfig:
     data is binary records, four histograms of the steps a column takes from the byte
     above are four more inputs, and a switch after the APMs mixes their distributions with
     the mixer's by column (needs exe, whose measure of binary data it uses); syntax: the
-    syntax model (cm/syntax.py): the slots of kinds 16 and 17, while no spreadsheet record
-    chain is followed, carry the last punctuation bytes of the line or string with the
-    current token, and with the last byte (needs both kinds in the orders). A field
+    syntax model (cm/syntax.py): the slots of kinds 16, 17 and 18, while no spreadsheet
+    record chain is followed, carry the last punctuation bytes of the line or string with
+    the current token, with the last byte, and with the token's length (needs the three
+    kinds in the orders). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -98,8 +99,8 @@ class MixConfig:
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if self.syntax and not syntax.enabled(self.orders):
-            raise ValueError("syntax needs the spreadsheet kinds 16 and 17 in the orders "
-                             "(it takes their slots)")
+            raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
+                             "orders (it takes their slots)")
         if self.sheet_expect and not sheet.enabled(self.orders):
             raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:

@@ -6,22 +6,24 @@ number, after `);` in C a newline, after `="` in HTML a value, after `, ` in pro
 word. The order-k contexts see only the last k bytes, and the word kinds (0, 20 ... 22) only
 the words. The model keeps, since the last line feed or NUL (the separator of lines and of
 the strings in an executable's string tables), the last four bytes that are neither letters,
-digits nor `_` (the punctuation path, spaces included), and a hash of the current token
-(the letters, digits and `_` since the last of them). It sets two contexts:
+digits nor `_` (the punctuation path, spaces included), and a hash and length of the current
+token (the letters, digits and `_` since the last of them). It sets three contexts:
 
 * KIND_SHEET_FIELD's slot: the punctuation path and the current token;
-* KIND_SHEET_COL's slot: the last two bytes of the path and a(1).
+* KIND_SHEET_COL's slot: the last two bytes of the path and a(1);
+* KIND_SHEET_ABOVE's slot: the path and the token's length so far (up to LENGTH_CAP), which
+  knows where names end (`tm_sec:` … `tm_hour:`) without having seen the name.
 
-It adds no slot. It takes the spreadsheet kinds' slots (16, 17) while they are absent,
+It adds no slot. It takes the spreadsheet kinds' slots (16, 17, 18) while they are absent,
 that is while no BIFF record chain is followed (sheet.py), and leaves them absent while the
 1-bit image model is live (image.py: a bitmap is not text). While the executable model is
 live (exe.py: aligned words of code and tables, where punctuation means nothing) that
-model sets both slots to word contexts of its own (exe.SYNTAX_SLOT_CONTEXTS). The model
-runs in recipes with the mix field `syntax`, which needs kinds 16 and 17 in the orders.
+model sets the three slots to word contexts of its own. The model runs in recipes with the
+mix field `syntax`, which needs kinds 16, 17 and 18 in the orders.
 
-Measured on the corpus (models/README.md, "The syntax model"): every text file gains, most
-the small ones (cp.html -2 %), and sum -1.9 %; kennedy.xls and ptt5 code exactly as
-without it. Everything is integer.
+Measured (models/README.md, "The syntax model"): at the default the small text files gain
+1-3 %, the long ones 0.2-0.6 %, and sum 3.0 % (its debug strings 2,425 -> 2,227 bytes).
+Everything is integer.
 """
 
 from __future__ import annotations
@@ -32,14 +34,17 @@ from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
 # S slots (context.py reserves the range): on (the recipe's mix field syntax), the
-# punctuation path (its last four bytes, the last one lowest) and the current token's hash
-(S_SY_ON, S_SY_PATH, S_SY_TOKEN) = range(cx.S_SYNTAX, cx.S_SYNTAX + 3)
+# punctuation path (its last four bytes, the last one lowest), the current token's hash and
+# its length
+(S_SY_ON, S_SY_PATH, S_SY_TOKEN, S_SY_LENGTH) = range(cx.S_SYNTAX, cx.S_SYNTAX + 4)
 PATH_MASK = 0xFFFFFFFF  # four bytes of punctuation
+LENGTH_CAP = 15  # token lengths above this share a context
+KINDS = (cx.KIND_SHEET_FIELD, cx.KIND_SHEET_COL, cx.KIND_SHEET_ABOVE)  # the slots it takes
 
 
 def enabled(orders: tuple[int, ...]) -> bool:
-    """Whether a recipe's orders have the two slots the model takes."""
-    return cx.KIND_SHEET_FIELD in orders and cx.KIND_SHEET_COL in orders
+    """Whether a recipe's orders have the slots the model takes."""
+    return all(k in orders for k in KINDS)
 
 
 @jit(inline="always")
@@ -59,7 +64,7 @@ def context_hash(k, a, b):
 @jit
 def next_contexts(S):
     """After sheet.next_contexts: move the path and token over the byte just coded and, while
-    the spreadsheet kinds' slots are free and no bitmap is live, set the two contexts
+    the spreadsheet kinds' slots are free and no bitmap is live, set the three contexts
     (exe.next_contexts, after this, may take the slots for its words)."""
     if S[S_SY_ON] == 0:
         return
@@ -67,11 +72,14 @@ def next_contexts(S):
     if last == 0 or last == 10:  # NUL or line feed: a new string or line
         S[S_SY_PATH] = 0
         S[S_SY_TOKEN] = 0
+        S[S_SY_LENGTH] = 0
     elif is_token_byte(last):
         S[S_SY_TOKEN] = hash32(S[S_SY_TOKEN] * 0x01000193 + last + 1)
+        S[S_SY_LENGTH] += 1
     else:
         S[S_SY_PATH] = ((S[S_SY_PATH] << 8) | last) & PATH_MASK
         S[S_SY_TOKEN] = 0
+        S[S_SY_LENGTH] = 0
     if sheet.following(S) or image.live(S):
         return
     for m in range(S[cx.S_K]):
@@ -80,3 +88,5 @@ def next_contexts(S):
             S[cx.S_CTX + m] = context_hash(k, S[S_SY_PATH], S[S_SY_TOKEN])
         elif k == cx.KIND_SHEET_COL:
             S[cx.S_CTX + m] = context_hash(k, S[S_SY_PATH] & 0xFFFF, last)
+        elif k == cx.KIND_SHEET_ABOVE:
+            S[cx.S_CTX + m] = context_hash(k, S[S_SY_PATH], min(S[S_SY_LENGTH], LENGTH_CAP))
