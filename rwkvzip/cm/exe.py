@@ -172,24 +172,20 @@ def next_contexts(S, HB):
     syntax_slots = S[syntax.S_SY_ON] != 0
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if cx.is_sheet_kind(k) and syntax_slots:
-            if k == cx.KIND_SHEET_FIELD:
-                h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
-                S[cx.S_CTX + m] = cx.mixh(h, fields(before) | (fields(before2) << 8))
-            elif k == cx.KIND_SHEET_COL:
-                h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
-                S[cx.S_CTX + m] = cx.mixh(h, (before >> (24 - 8 * j)) & 0xFF)
-            elif k == cx.KIND_SHEET_ABOVE:
-                h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
-                S[cx.S_CTX + m] = cx.mixh(h, before2 >> 16)
-            continue
-        if k != cx.KIND_WORD4 and not cx.is_text_kind(k):
+        if (k != cx.KIND_WORD4 and not cx.is_text_kind(k)
+                and not (syntax_slots and syntax.is_syntax_kind(k))):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
         if k == cx.KIND_WORD_BIGRAM:
             h = cx.mixh(h, fields(before))
         elif k == cx.KIND_WORD_TRIGRAM:
             h = cx.mixh(h, ((before >> 25) & 31) | (fields(before) << 5))
+        elif k == cx.KIND_SHEET_FIELD:
+            h = cx.mixh(h, fields(before) | (fields(before2) << 8))
+        elif k == cx.KIND_SHEET_COL:
+            h = cx.mixh(h, (before >> (24 - 8 * j)) & 0xFF)
+        elif k == cx.KIND_SHEET_ABOVE:
+            h = cx.mixh(h, before2 >> 16)
         elif k != cx.KIND_WORD4:
             h = cx.mixh(h, before >> 16)
         S[cx.S_CTX + m] = h

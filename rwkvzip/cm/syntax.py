@@ -48,6 +48,12 @@ def enabled(orders: tuple[int, ...]) -> bool:
 
 
 @jit(inline="always")
+def is_syntax_kind(k):
+    """Kinds 16, 17, 18: the slots the model takes."""
+    return cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_ABOVE
+
+
+@jit(inline="always")
 def is_token_byte(b):
     """Letters, digits and `_`: what a token is made of."""
     return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b == 95
