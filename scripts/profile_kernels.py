@@ -401,9 +401,9 @@ def row(label: str, us: float, flops: int, peak: float) -> dict:
             "floor_us": round(floor, 3), "x_floor": round(us / floor, 1) if floor else None}
 
 
-def per_byte(recipe: Recipe, data: bytes) -> dict[str, float]:
+def per_byte(recipe: Recipe, data: bytes, coding: bool = True) -> dict[str, float]:
     """µs a byte of the predictor over data: its kernels alone (the encoder's block calls,
-    no coder), encoding, and decoding what it encoded."""
+    no coder) and, with `coding`, encoding and decoding what it encoded."""
     prior = priors.resolve(recipe)
     weights = None if prior is None else prior.W
 
@@ -419,6 +419,8 @@ def per_byte(recipe: Recipe, data: bytes) -> dict[str, float]:
         block = buf[lo:lo + ENCODE_BLOCK]
         kernels.run_block(block, rows[:len(block)])
     kernel = time.perf_counter() - t
+    if not coding:
+        return {"kernel": kernel / len(data) * 1e6}
     t = time.perf_counter()
     payload = predictor().encode_frame(data)
     enc = time.perf_counter() - t
@@ -429,6 +431,22 @@ def per_byte(recipe: Recipe, data: bytes) -> dict[str, float]:
         raise SystemExit("profile: decoding did not give the data back")
     return {k: v / len(data) * 1e6 for k, v in (("kernel", kernel), ("encode", enc),
                                                    ("decode", dec))}
+
+
+def paired_kernel_times(first: Recipe, second: Recipe, data: bytes,
+                        rounds: int = 5) -> tuple[float, float, float]:
+    """µs a byte of two recipes' kernels, run in turn `rounds` times: the least of each, and
+    the median of the rounds' ratios second / first. This machine's speed drifts by 10-20 %
+    within seconds (five rounds of -7's network, frozen and TBPTT: ratios 3.04-3.40); a
+    ratio of two single runs minutes apart measured 2.94 and 3.33."""
+    times, ratios = ([], []), []
+    for _ in range(rounds):
+        a = per_byte(first, data, coding=False)["kernel"]
+        b = per_byte(second, data, coding=False)["kernel"]
+        times[0].append(a)
+        times[1].append(b)
+        ratios.append(b / a)
+    return min(times[0]), min(times[1]), float(np.median(ratios))
 
 
 def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
@@ -503,8 +521,8 @@ def profile_levels(data: bytes) -> list[dict]:
     overhead = decoder_overhead(default, data)
     whole_top = per_byte(top, data)["kernel"]
     alone = replace(top, mix=None)
-    frozen_top = per_byte(replace(alone, lr=0.0, bptt=0, recompute=True), data)["kernel"]
-    tbptt = per_byte(alone, data)["kernel"]
+    frozen_top, tbptt, ratio = paired_kernel_times(
+        replace(alone, lr=0.0, bptt=0, recompute=True), alone, data)
     parts = tbptt_parts(alone, data)
     rows = [
         ("context models + mixer (default level, network off)", cm["kernel"]),
@@ -521,7 +539,7 @@ def profile_levels(data: bytes) -> list[dict]:
         (f"-7's network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
          frozen_top),
         (f"-7's network alone, TBPTT({alone.bptt}) training", tbptt),
-        ("  TBPTT step / forward (ratio)", tbptt / frozen_top),
+        ("  TBPTT step / forward (ratio, the median of five runs in turn)", ratio),
         ("  of the step: one backward step (a byte's gradient)", parts["backward"]),
         (f"  of the step: the optimizer step, once a segment of {alone.bptt} bytes",
          parts["optimizer"]),
