@@ -36,7 +36,7 @@ from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
 from rwkvzip.net.common import narrow_sums
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
-from rwkvzip.net.gradrec import no_record, record_into
+from rwkvzip.net.gradrec import new_record, no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
 from rwkvzip.ops.jit import jit
@@ -44,6 +44,7 @@ from rwkvzip.ops.linalg import (
     group_norm,
     l2_normalize,
     layer_norm,
+    layer_norm_backward,
     matvec,
     refresh_twins,
     rms_norm,
@@ -95,6 +96,73 @@ def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratc
         record_into(rec, t % rec[0].shape[0])
         rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate, I,
                                      floor, scratch, matrices)
+
+
+@jit(cache=False)
+def rwkv7_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, matrices,
+                        vecs, n):
+    """One part of net/rwkv7/backward.backward_step, every layer, n times, on the trace of
+    the forward step before (vecs: random vectors standing in for the gradients)."""
+    C = I[KC.D_C]
+    H = I[KR.D_H]
+    N = I[KR.D_N]
+    FF = I[KR.D_I]
+    ranks = (I[KR.D_DW], I[KR.D_DA], I[KR.D_DV], I[KR.D_DG])
+    zero32 = np.float32(0.0)
+    g, gx, big = vecs[0], vecs[1], vecs[2]
+    for _ in range(n):
+        record_into(matrices[2], 0)
+        if part == 0:  # the output layer: logit gradient, head, final norm
+            KC.head_backward(65, W, G, tr, I, floor, scratch[:C], scratch[C:2 * C], matrices)
+        for l in range(I[KC.D_L]):
+            if part == 1:  # the FFN's value and key projections
+                KC.projection_backward(W, G, I, l, KR.L_F_VAL, big, g, FF, C, big, matrices)
+                KC.projection_backward(W, G, I, l, KR.L_F_KEY, g, big, C, FF, gx, matrices)
+            elif part == 2:  # r, k, v, o
+                for slot in (KR.L_WO, KR.L_WR, KR.L_WK, KR.L_WV):
+                    KC.projection_backward(W, G, I, l, slot, g, g, C, C, gx, matrices)
+            elif part == 3:  # the low-rank paths, both matrices of each
+                for k, (down, up) in enumerate(((KR.L_W1, KR.L_W2), (KR.L_A1, KR.L_A2),
+                                                (KR.L_V1, KR.L_V2), (KR.L_G1, KR.L_G2))):
+                    if k == 2 and l == 0:
+                        continue  # layer 0 has no value residual
+                    r = ranks[k]
+                    KC.projection_backward(W, G, I, l, up, big[:r], g, r, C, big[:r], matrices)
+                    KC.projection_backward(W, G, I, l, down, g, big[:r], C, r, gx, matrices)
+            elif part == 4:  # WKV, every head
+                _, _, wkv_old = KR.layer_state(s_old, I, l)
+                _, _, wkv_new = KR.layer_state(state, I, l)
+                _, _, g_wkv = KR.layer_state(gstate, I, l)
+                for h in range(H):
+                    lo, so = h * N, h * N * N
+                    states = (wkv_old[so:so + N * N], wkv_new[so:so + N * N],
+                              g_wkv[so:so + N * N])
+                    ins = (vecs[3][lo:lo + N], vecs[4][lo:lo + N], vecs[5][lo:lo + N],
+                           vecs[6][lo:lo + N], vecs[7][lo:lo + N], vecs[8][lo:lo + N],
+                           vecs[9][lo:lo + N])
+                    outs = (vecs[10][lo:lo + N], vecs[11][lo:lo + N], vecs[12][lo:lo + N],
+                            vecs[13][lo:lo + N], vecs[14][lo:lo + N], vecs[15][lo:lo + N])
+                    wkv_scratch = (scratch[:N], scratch[N:2 * N])
+                    if matrices[3]:
+                        rwkv7_backward.wkv_backward(states, ins, outs, wkv_scratch, N, zero32)
+                    else:
+                        rwkv7_backward.wkv_backward(states, ins, outs, wkv_scratch, N, 0.0)
+            elif part == 5:  # the attention and FFN norms, the group norm, layer 0's pre-norm
+                w = KC.lparam(W, I, l, KR.L_ATT_W, C)
+                gw = KC.lparam(G, I, l, KR.L_ATT_W, C)
+                gb = KC.lparam(G, I, l, KR.L_ATT_B, C)
+                for _k in range(3 if l == 0 else 2):
+                    layer_norm_backward(g, w, gx, KC.LAYER_NORM_EPS, C, big[:C], gw, gb)
+                for h in range(H):
+                    lo = h * N
+                    layer_norm_backward(g[lo:lo + N], w[lo:lo + N], gx[lo:lo + N],
+                                        KR.GROUP_NORM_EPS, N, big[lo:lo + N], gw[lo:lo + N],
+                                        gb[lo:lo + N])
+        if part == 6:  # the whole backward step
+            for i in range(gstate.shape[0]):
+                gstate[i] = 0.0
+            rwkv7_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
+                                         scratch, matrices)
 
 
 @jit(cache=False)
@@ -318,6 +386,12 @@ def loop_softmax(logits, floor, q, p, n):
 RWKV7_PARTS = ["norms", "token shift and mixes", "projections r, k, v, o",
                "low-rank paths (decay, a, gate, value) + tanh/sigmoid/exp",
                "removal key + WKV state update", "FFN (key, relu², value)"]
+RWKV7_BACKWARD_PARTS = ["backward: output layer (logit gradient, head, final norm)",
+                        "backward: FFN key and value projections",
+                        "backward: projections r, k, v, o",
+                        "backward: low-rank paths (decay, a, value, gate)",
+                        "backward: WKV (every head)",
+                        "backward: norms (attention, FFN, group, pre-norm)"]
 GDN_PARTS = ["norms (input, post, gated)", "projections q|k|v, z, b, a, out",
              "gates + SiLU (transcendentals)", "causal conv + q, k L2 norm",
              "gated delta rule", "SwiGLU MLP"]
@@ -340,6 +414,52 @@ def part_flops(arch: str, cfg) -> list[tuple[int, int]]:
             (0, L * (QKV + VD + 3 * cfg.value_heads) * 4), (L * QKV * cfg.conv_kernel,
                                                               L * 2 * KD * 2),
             (L * 3 * S, L * VD), (L * 3 * C * F, L * F * 4)]
+
+
+def backward_flops(cfg) -> list[tuple[int, int]]:
+    """(multiply-adds, elementwise ops) a byte of each RWKV-7 backward part: the input
+    gradients' matrix products (the weight gradients are recorded, formed by the optimizer),
+    the WKV step's eleven N² passes a head, the norms' few passes."""
+    L, C, N, FF, V = cfg.layers, cfg.hidden, 64, cfg.ffn, 256
+    lora = C * (cfg.decay_rank + cfg.a_rank + cfg.g_rank) * 2
+    lora_v = C * cfg.v_rank * 2 * (L - 1)
+    return [(C * V, 4 * V + 10 * C), (L * 2 * C * FF, L * FF), (L * 4 * C * C, 0),
+            (L * lora + lora_v, 0), (L * 11 * C * N, 0), (0, (3 * L + 1) * 10 * C)]
+
+
+def profile_rwkv7_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list[dict]:
+    """The RWKV-7 backward step by part, on -7's settings (numeric contract 2, the matrices'
+    output-major twins, their gradients recorded), after a forward over `data`."""
+    I = model.index
+    table = model.layout.twin_table()
+    WT = np.zeros_like(W)
+    refresh_twins(W, WT, table)
+    matrices = (WT, np.zeros(int(table[:, 1].max()), np.float64), new_record(table, 1),
+                narrow_sums(2))
+    G = np.zeros_like(W)
+    s_old = state.copy()
+    loop_forward(0, data[-1:], W, state, tr, I, PROB_FLOOR)
+    gstate = np.zeros_like(state)
+    scratch = np.zeros(rwkv7_backward.backward_scratch_size(I), np.float32)
+    rng = np.random.default_rng(3)
+    size = max(int(I[KR.D_I]), int(I[KC.D_C]))
+    vecs = tuple((0.1 * rng.standard_normal(size)).astype(np.float32) for _ in range(16))
+    rows, total = [], 0.0
+    for k, (label, (macs, elems)) in enumerate(zip(RWKV7_BACKWARD_PARTS,
+                                                   backward_flops(model.cfg), strict=True)):
+        us = timed(lambda n, k=k: rwkv7_backward_part(
+            k, W, G, s_old, state, tr, gstate.copy(), I, PROB_FLOOR, scratch, matrices,
+            vecs, n)) * 1e6
+        total += us
+        rows.append(row(label, us, 2 * macs + elems, peak))
+    whole = timed(lambda n: rwkv7_backward_part(len(RWKV7_BACKWARD_PARTS), W, G, s_old,
+                                                state, tr, gstate, I, PROB_FLOOR, scratch,
+                                                matrices, vecs, n)) * 1e6
+    flops = sum(2 * m + e for m, e in backward_flops(model.cfg))
+    rows.append(row("backward: element-wise, and what the parts lose together in the caches "
+                    "(the whole step less the parts)", whole - total, 0, peak))
+    rows.append(row("whole backward step", whole, flops, peak))
+    return rows
 
 
 def timed(fn, *args, min_seconds: float = 0.3) -> float:
@@ -392,6 +512,8 @@ def profile_network(name: str, peak: float, data: np.ndarray) -> dict:
     rows.append(row("  of which softmax (exp of 256)", us, 4 * V, peak))
     total_flops = sum(2 * m + e for m, e in part_flops(arch, cfg)) + 2 * C * V + 8 * V
     rows.append(row("whole forward step", forward_us, total_flops, peak))
+    if arch == "rwkv7":
+        rows += profile_rwkv7_backward(model, W, state, tr, data, peak)
     return {"config": name, "parameters": model.layout.size, "rows": rows}
 
 

@@ -41,3 +41,27 @@ def test_decoder_overhead_is_measured_outside_the_model():
     parts = profile.decoder_overhead(recipe, b"decoder overhead, outside the model " * 60)
     assert set(parts) == {"call", "coder"}
     assert all(0.0 < us < 1000.0 for us in parts.values())
+
+
+def test_rwkv7_backward_by_part():
+    """Every part of the backward step timed on a small two-layer RWKV-7 (the value
+    residual's low-rank path runs in layer 1), with its floor; the parts are the step's own
+    work, so together they are of the order of the whole step."""
+    import numpy as np
+
+    from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
+
+    profile = load_script("profile_kernels")
+    model = Rwkv7Model(Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8, a_rank=8,
+                                   v_rank=8, g_rank=16))
+    W = model.init_params(0)
+    state = np.zeros(model.state_size, dtype=np.float32)
+    tr = np.zeros(model.trace_size, dtype=np.float32)
+    data = np.frombuffer(b"a backward step by part, on a little text " * 4, np.uint8)
+    rows = profile.profile_rwkv7_backward(model, W, state, tr, data.astype(np.int64), 25.0)
+    names = [r["part"] for r in rows]
+    assert names[:len(profile.RWKV7_BACKWARD_PARTS)] == profile.RWKV7_BACKWARD_PARTS
+    assert names[-1] == "whole backward step"
+    parts, whole = rows[:len(profile.RWKV7_BACKWARD_PARTS)], rows[-1]["us"]
+    assert all(r["us"] > 0 and r["floor_us"] > 0 for r in parts)
+    assert 0.3 * whole < sum(r["us"] for r in parts) < 1.5 * whole
