@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import counts as ck
-from rwkvzip.ops import ALPHABET
+from rwkvzip.ops import ALPHABET, memory
 
 W_INIT_ORDER = 1.0  # initial weight of every order's distribution
 W_INIT_MATCH = 2.0  # ... of the match model
@@ -83,7 +83,7 @@ class CountArrays:
 
     def __init__(self, cfg: CountsConfig, floor: float):
         K = len(cfg.inputs())
-        S = np.zeros(ck.N_S + cfg.match_entries() + cfg.slots(), dtype=np.int64)
+        S = memory.zeros(ck.N_S + cfg.match_entries() + cfg.slots(), np.int64)
         S[ck.S_K] = K
         S[ck.S_LIMIT] = cfg.limit
         S[ck.S_MBITS] = cfg.match_bits - MATCH_HASH_SHIFT
@@ -98,7 +98,7 @@ class CountArrays:
             S[ck.S_TAB + i] = tab
             base += 1 if k == 0 else ALPHABET if k == 1 else 1 << cfg.table_bits
             tab += 0 if k <= 1 else 1 << cfg.table_bits
-        self.C = np.zeros((base, ck.ROW), dtype=np.uint16)
+        self.C = memory.zeros(base * ck.ROW, np.uint16).reshape(base, ck.ROW)
         W = np.zeros(ck.weights_size(K), dtype=np.float32)
         W[ck.W_LR] = cfg.lr
         W[ck.W_FLOOR] = floor
@@ -109,6 +109,6 @@ class CountArrays:
         sets[:, K] = W_INIT_MATCH
         sets[:, K + 1] = W_INIT_UNIFORM
         self.S, self.W = S, W
-        self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
+        self.HB = memory.zeros(1 << cfg.match_bits, np.uint8)
         self.probs = W[:ALPHABET]  # the distribution of the next byte, kept current by the kernels
         ck.begin(self.C, S, W)

@@ -9,6 +9,7 @@ import numpy as np
 from rwkvzip.cm import context as cx
 from rwkvzip.cm import delta, exe, image, sheet, syntax
 from rwkvzip.cm import mixer as mx
+from rwkvzip.ops import memory
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
@@ -178,9 +179,9 @@ class MixArrays:
         S[delta.S_DL_ON] = int(cfg.delta)
         S[syntax.S_SY_ON] = int(cfg.syntax)
         delta.place_tables(S, S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
-        self.CT = np.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, dtype=np.uint32)
+        self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
-        self.HB = np.zeros(1 << cfg.match_bits, dtype=np.uint8)
+        self.HB = memory.zeros(1 << cfg.match_bits, np.uint8)
         offsets, size = cfg.layout(bptt)
         S[mx.S_NIN] = offsets["nin"]
         S[mx.S_NET] = (mx.NET_OFF if not cfg.network else mx.NET_FROZEN if frozen
@@ -195,7 +196,7 @@ class MixArrays:
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
         S[mx.S_CNT] = offsets["cnt"] if cfg.set_decay > 0.0 else 0
-        MX = np.zeros(size, dtype=np.float32)
+        MX = memory.zeros(size, np.float32)
         MX[mx.MX_LR] = cfg.lr
         MX[mx.MX_LR_MIN] = cfg.lr_min
         MX[mx.MX_LR_DECAY] = cfg.lr_decay
