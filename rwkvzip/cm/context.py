@@ -100,7 +100,8 @@ KIND_REC_TWO = 13  # r, a(r), a(2r): the two bytes above
 KIND_REC_ROW = 14  # r, a(r - 1), a(r), a(r + 1): the row above around this column
 KIND_REC_COL = 15  # r, pos mod r, a(r): the column and the byte above
 # 16 and up: fields of spreadsheet (BIFF) records, from sheet.py's parser; a context is
-# absent (no evidence, nothing learnt) while no record stream is being followed
+# absent (no evidence, nothing learnt) while no record stream is being followed, unless the
+# syntax model (syntax.py, mix field syntax) takes the slots of 16, 17 and 18 meanwhile
 KIND_SHEET_FIELD = 16  # the record's type and the byte's offset in it, a(1)
 KIND_SHEET_COL = 17  # type, offset and the cell's column
 KIND_SHEET_ABOVE = 18  # type, offset, column and the same byte of that column's last cell
@@ -403,7 +404,8 @@ def vote(S, R, d, votes):
 
 @jit(inline="always")
 def is_sheet_kind(k):
-    """Kinds 16 ... 19: set by sheet.next_contexts, absent while no record chain is followed."""
+    """Kinds 16 ... 19: set by sheet.next_contexts, absent while no record chain is followed
+    (but see syntax.py)."""
     return KIND_SHEET_FIELD <= k <= KIND_SHEET_LEFT
 
 
