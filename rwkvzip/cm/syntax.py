@@ -40,6 +40,7 @@ from rwkvzip.ops.jit import jit
 PATH_MASK = 0xFFFFFFFF  # four bytes of punctuation
 LENGTH_CAP = 15  # token lengths above this share a context
 KINDS = (cx.KIND_SHEET_FIELD, cx.KIND_SHEET_COL, cx.KIND_SHEET_ABOVE)  # the slots it takes
+FIRST_KIND, LAST_KIND = KINDS[0], KINDS[-1]  # consecutive codes
 
 
 def enabled(orders: tuple[int, ...]) -> bool:
@@ -50,7 +51,7 @@ def enabled(orders: tuple[int, ...]) -> bool:
 @jit(inline="always")
 def is_syntax_kind(k):
     """Kinds 16, 17, 18: the slots the model takes."""
-    return cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_ABOVE
+    return FIRST_KIND <= k <= LAST_KIND
 
 
 @jit(inline="always")
