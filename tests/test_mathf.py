@@ -102,6 +102,31 @@ def test_softmax_is_the_scalar_formula_bit_for_bit():
         assert np.array_equal(got[0], got[2]) and np.array_equal(got[1], got[3])
 
 
+def test_matvec_sums_each_output_in_input_order_bit_for_bit():
+    """matvec adds eight inputs a sweep over y: every output must still be the float32 sum
+    of its products in input order (contract 1), whatever n_in's remainder."""
+    from rwkvzip.ops.jit import jit
+    from rwkvzip.ops.linalg import MATVEC_JAM, matvec
+
+    @jit(cache=False)
+    def one_input_a_sweep(M, x, n_in, n_out, y):
+        for o in range(n_out):
+            y[o] = 0.0
+        for i in range(n_in):
+            for o in range(n_out):
+                y[o] += M[i * n_out + o] * x[i]
+
+    rng = np.random.default_rng(3)
+    for n_in, n_out in [(1, 5), (7, 3), (8, 8), (13, 64), (64, 512), (512, 64), (67, 17)]:
+        M = rng.normal(0, 1, n_in * n_out).astype(np.float32)
+        x = rng.normal(0, 3, n_in).astype(np.float32)
+        got, want = np.full(n_out, 9.0, np.float32), np.empty(n_out, np.float32)
+        matvec(M, x, n_in, n_out, got)
+        one_input_a_sweep(M, x, n_in, n_out, want)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (n_in, n_out)
+    assert MATVEC_JAM == 8  # the unrolled sweep in matvec is written for eight
+
+
 def test_a_helper_called_with_constants_compiles_once():
     """Calls between kernels are typed by plain types (ops.jit.Kernel): a helper called with
     the constants 3 and 4, and a flag, compiles once, not once per value."""

