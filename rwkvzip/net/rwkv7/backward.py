@@ -124,7 +124,7 @@ from rwkvzip.net.rwkv7.forward import (
     layer_state,
 )
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.linalg import layer_norm_backward, matvec_t, vec_acc
+from rwkvzip.ops.linalg import layer_norm_backward, matvec, matvec_t, vec_acc
 
 # ---- scratch layout: N_CVEC vectors of C, then FF, then the largest low rank, then 2 * N ----
 (
@@ -188,13 +188,8 @@ def wkv_backward(states, inputs, grads, scratch, N, zero):
         rj = r[j]
         for i in range(N):
             gS[j * N + i] += rj * gy[i]
-    # u = S_old kk, in the forward's order (bit-identical to the value it used)
-    for i in range(N):
-        u[i] = 0.0
-    for j in range(N):
-        kj = kk[j]
-        for i in range(N):
-            u[i] += S_old[j * N + i] * kj
+    # u = S_old kk, as the forward formed it (bit-identical to the value it used)
+    matvec(S_old, kk, N, N, u)
     # gu[i] = sum_j gS[j, i] b[j]; gv[i] += sum_j gS[j, i] k[j]
     for i in range(N):
         gu[i] = 0.0

@@ -267,12 +267,7 @@ def wkv_step(wkv, w, k, v, kk, a, r, H, N, y):
         lo = h * N
         # u = S kk  (u[i] = sum_j S[j, i] kk[j])
         u = y[lo:lo + N]  # reuse the output slice as scratch; it is overwritten below
-        for i in range(N):
-            u[i] = 0.0
-        for j in range(N):
-            kj = kk[lo + j]
-            for i in range(N):
-                u[i] += S[j * N + i] * kj
+        matvec(S, kk[lo:lo + N], N, N, u)
         # S[j, i] = S[j, i] w[j] - kk[j] a[j] u[i] + k[j] v[i]
         for j in range(N):
             wj = w[lo + j]
@@ -282,9 +277,4 @@ def wkv_step(wkv, w, k, v, kk, a, r, H, N, y):
             for i in range(N):
                 S[j * N + i] = S[j * N + i] * wj + bj * u[i] + kj * vh[i]
         # y = S r
-        for i in range(N):
-            u[i] = 0.0
-        for j in range(N):
-            rj = r[lo + j]
-            for i in range(N):
-                u[i] += S[j * N + i] * rj
+        matvec(S, r[lo:lo + N], N, N, u)
