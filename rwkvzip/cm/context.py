@@ -21,6 +21,7 @@ import numpy as np
 from rwkvzip.cm.history import (
     extend_match,
     hash32,
+    is_word_byte,
     match_bucket,
     next_word,
     verified_length,
@@ -69,7 +70,7 @@ S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
 SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
 S_SHEET = S_IMAGE + N_S_IMAGE
 N_S_SHEET = 16 + 3 * SHEET_COLUMNS * SHEET_CELL_BYTES + SHEET_COLUMNS
-# the text kinds' state (20 ... 23): the two words before the current one (their hashes,
+# the text kinds' state (20 ... 24): the two words before the current one (their hashes,
 # 0: none yet) and where the current and the previous line start
 S_TEXT = S_SHEET + N_S_SHEET
 S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = range(S_TEXT, S_TEXT + 4)
@@ -106,13 +107,17 @@ KIND_SHEET_FIELD = 16  # the record's type and the byte's offset in it, a(1)
 KIND_SHEET_COL = 17  # type, offset and the cell's column
 KIND_SHEET_ABOVE = 18  # type, offset, column and the same byte of that column's last cell
 KIND_SHEET_LEFT = 19  # type, offset, column and the same byte of the record before
-# 20 and up: text. The word context (current word and a(1)) with the words before it, and
-# the line above: wN is the hash of the N-th whole word back (letters as in the word context)
+# 20 and up: text. The word context (current word and a(1)) with the words before it, the
+# line above and the column: wN is the hash of the N-th whole word back (letters as in the
+# word context)
 KIND_WORD_BIGRAM = 20  # the word context and w1
 KIND_WORD_TRIGRAM = 21  # the word context, w1 and w2
 KIND_WORD_SKIP = 22  # the word context and w2 (w1 skipped)
 KIND_LINE_ABOVE = 23  # the byte at this column of the line above, and a(1)
-MAX_KIND = 23
+KIND_COLUMN = 24  # the next byte's column in its line, and a(1) with every word byte one value
+MAX_KIND = 24
+COLUMN_CAP = 255  # KIND_COLUMN's columns beyond this are one
+WORD_BYTE = 256  # KIND_COLUMN's a(1) when it is a word byte (a letter, or >= 128)
 ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte
 MATCH_BUCKETS = 32  # match-length buckets of the match model's counters
 MAP_COUNTS = 16  # adaptive maps: cells per update count (capped) ...
@@ -411,8 +416,8 @@ def is_sheet_kind(k):
 
 @jit(inline="always")
 def is_text_kind(k):
-    """Kinds 20 ... 23: words and lines (absent while sheet.py follows a record chain)."""
-    return KIND_WORD_BIGRAM <= k <= KIND_LINE_ABOVE
+    """Kinds 20 ... 24: words and lines (absent while sheet.py follows a record chain)."""
+    return KIND_WORD_BIGRAM <= k <= KIND_COLUMN
 
 
 @jit
@@ -441,6 +446,8 @@ def kind_hash(S, HB, k, pos, hmask):
         return h
     if k == KIND_LINE_ABOVE:
         return mixh(mixh(h, line_above(S, HB, pos, hmask)), back(HB, pos, hmask, 1))
+    if k == KIND_COLUMN:
+        return mixh(mixh(h, column(S, pos)), column_last(back(HB, pos, hmask, 1)))
     r = S[S_REC]
     if r == 0:  # no record length detected yet: one context
         return h
@@ -454,6 +461,20 @@ def kind_hash(S, HB, k, pos, hmask):
         return mixh(mixh(mixh(h, above), back(HB, pos, hmask, r - 1)),
                     back(HB, pos, hmask, r + 1))
     return mixh(mixh(h, pos % r), above)  # KIND_REC_COL
+
+
+@jit(inline="always")
+def column(S, pos):
+    """The next byte's column: bytes since the last LF (capped at COLUMN_CAP). Where text is
+    wrapped at a width, this tells a line's last word from the others."""
+    return min(pos - S[S_LINE], COLUMN_CAP)
+
+
+@jit(inline="always")
+def column_last(a1):
+    """KIND_COLUMN's view of a(1): a word byte is WORD_BYTE (inside a word the column matters
+    little), any other byte itself."""
+    return WORD_BYTE if is_word_byte(a1) else a1
 
 
 @jit

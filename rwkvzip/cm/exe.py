@@ -24,8 +24,8 @@ little in binary words carry word contexts instead (no slot is added, so text pa
   bytes so far;
 * the text kinds' (words and lines mean nothing here): KIND_WORD_BIGRAM's j, the bytes so far
   and the previous word's opcode fields (`fields`); KIND_WORD_TRIGRAM's the same and that
-  word's destination register (bits 29-25); the others' j, the bytes so far and the previous
-  word's top 16 bits;
+  word's destination register (bits 29-25); the others' (the skip, the line above, the
+  column) j, the bytes so far and the previous word's top 16 bits;
 * with the syntax model (syntax.py), whose slots words leave idle: KIND_SHEET_FIELD's j,
   the bytes so far and the opcode fields of the two words before; KIND_SHEET_COL's j, the
   bytes so far and the byte at place j of the word before; KIND_SHEET_ABOVE's j, the bytes
