@@ -101,3 +101,50 @@ def test_source_code_compresses_better_and_everything_roundtrips():
     assert len(payload(source, SYNTAX)) < 0.995 * len(payload(source, SMALL))
     for data in (source[:3000], golden_input()[:600] + code(), worksheet(), bitmap()):
         assert api.decompress(api.compress(data, Recipe(mix=SYNTAX))) == data
+
+
+NESTED = replace(SYNTAX, orders=SYNTAX.orders + (context.KIND_SHEET_LEFT,), nest=True)
+LEFT = len(NESTED.orders) - 1  # kind 19's slot
+
+
+def lisp(n: int, seed: int) -> bytes:
+    """Nested lists whose tokens depend on their depth (a head word a level, numbers or names
+    inside), on lines of any length: what the nesting context reads."""
+    rng = np.random.default_rng(seed)
+    heads = [b"defun", b"let", b"cond", b"if", b"car"]
+    names = [b"x", b"rest", b"acc", b"n", b"head"]
+
+    def form(depth: int) -> bytes:
+        parts = [heads[min(depth, 4)]]
+        for _ in range(int(rng.integers(1, 4))):
+            if depth < 4 and rng.random() < 0.5:
+                parts.append(form(depth + 1))
+            else:
+                parts.append(names[int(rng.integers(0, 5))] if depth % 2 else
+                             b"%d" % int(rng.integers(0, 9)))
+        return b"(" + b" ".join(parts) + b")"
+
+    return b"\n".join(form(0) for _ in range(n)) + b"\n"
+
+
+def test_the_nesting_follows_brackets_and_quotes():
+    S = fed(b'(a [b {c "d', NESTED).S
+    assert S[syntax.S_SY_DEPTH] == 3 and S[syntax.S_SY_QUOTE] == 1
+    S = fed(b'(a) ] "q" ' + b"(" * 9, NESTED).S  # no depth below 0; capped
+    assert S[syntax.S_SY_DEPTH] == syntax.NEST_CAP and S[syntax.S_SY_QUOTE] == 0
+    inner, outer = fed(b"((abc", NESTED).S, fed(b"(xy abc", NESTED).S
+    assert S[context.S_CTX + LEFT] != inner[context.S_CTX + LEFT]
+    assert inner[context.S_CTX + LEFT] != outer[context.S_CTX + LEFT]  # same token, depths
+    assert outer[context.S_CTX + LEFT] == syntax.context_hash(
+        context.KIND_SHEET_LEFT, 2, outer[syntax.S_SY_TOKEN])
+    plain = replace(NESTED, nest=False)
+    assert fed(b"((abc", plain).S[context.S_CTX + LEFT] == context.ABSENT  # idle without it
+    with pytest.raises(ValueError, match="nest needs"):
+        replace(SYNTAX, nest=True).validate()  # no kind 19
+
+
+def test_nested_lists_compress_better_with_the_nesting():
+    data = lisp(150, 3)
+    plain = replace(NESTED, nest=False)
+    assert len(payload(data, NESTED)) < 0.98 * len(payload(data, plain))
+    assert api.decompress(api.compress(data, Recipe(mix=NESTED))) == data

@@ -14,7 +14,7 @@ from rwkvzip.ops import memory
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
-                   "syntax")
+                   "syntax", "nest")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class MixConfig:
     syntax model (cm/syntax.py): the slots of kinds 16, 17 and 18, while no spreadsheet
     record chain is followed, carry the last punctuation bytes of the line or string with
     the current token, with the last byte, and with the token's length (needs the three
-    kinds in the orders). A field
+    kinds in the orders); nest: the syntax model also sets kind 19's slot to the bracket
+    depth, whether a quote is open and the current token (needs syntax and kind 19). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -89,6 +90,7 @@ class MixConfig:
     path_coding: bool = False
     delta: bool = False
     syntax: bool = False
+    nest: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -102,6 +104,9 @@ class MixConfig:
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
+        if self.nest and not (self.syntax and syntax.nest_enabled(self.orders)):
+            raise ValueError("nest needs syntax and the spreadsheet kind 19 in the orders "
+                             "(it takes its slot)")
         if self.sheet_expect and not sheet.enabled(self.orders):
             raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:
@@ -178,6 +183,7 @@ class MixArrays:
         S[sheet.S_SH_X_BASE] = S[image.S_IMG_BASE] + image.table_size() * cfg.image
         S[delta.S_DL_ON] = int(cfg.delta)
         S[syntax.S_SY_ON] = int(cfg.syntax)
+        S[syntax.S_SY_NEST_ON] = int(cfg.nest)
         delta.place_tables(S, S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
