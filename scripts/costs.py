@@ -22,18 +22,18 @@ import numpy as np
 from harness import input_path
 from tune import candidate
 
-BLOCK = 4096  # bytes a kernel call advances over (as the codec's blocks)
-
 
 def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
     """Bits each byte of `data` costs under the recipe, from a fresh predictor."""
     from rwkvzip.api import new_predictor
+    from rwkvzip.coding.codec import ENCODE_BLOCK
 
     predictor = new_predictor(recipe, prior)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
     costs = np.empty(len(buf), dtype=np.float32)
-    for lo in range(0, len(buf), BLOCK):
-        costs[lo:lo + BLOCK] = predictor.byte_bits(buf[lo:lo + BLOCK])
+    for lo in range(0, len(buf), ENCODE_BLOCK):
+        hi = lo + ENCODE_BLOCK
+        costs[lo:hi] = predictor.byte_bits(buf[lo:hi])
     return costs
 
 

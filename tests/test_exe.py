@@ -95,3 +95,64 @@ def test_the_golden_input_of_its_cards_has_live_words():
     mix = replace(preset_by_name("mix-v28").recipe.mix, network=False)
     data = golden_input() + bitmap() + worksheet() + code()
     assert len(data) % 4 == 0 and fed(data, mix).S[exe.S_EXE_SEL] >= 0
+
+
+CALLS = replace(EXE, exe_calls=True)
+NEAR_CALLS = (0x40000000, 0x40000001, 0x403FFFFF, 0x7FC00000, 0x7FFFFFFF, 0x7FFFFFF0)
+
+
+def calling_code(functions: int = 48, seed: int = 11) -> bytes:
+    """SPARC-like functions that call a few common ones (as code calls printf or malloc):
+    each call's displacement differs with its place, its target does not."""
+    rng = np.random.default_rng(seed)
+    words, calls, starts = [], [], []
+    for _ in range(functions):
+        starts.append(len(words))
+        words.append(0x9DE3BF98)  # save %sp, -104, %sp
+        for _ in range(4 + int(rng.integers(12))):
+            if rng.random() < 0.3:
+                calls.append((len(words), int(rng.integers(5))))  # one of five favourites
+                words.append(0)
+            else:
+                words.append(int(rng.choice([0x01000000, 0xD0062008, 0x90102001, 0x92100008])))
+        words += [0x81C7E008, 0x81E80000]  # ret; restore
+    for at, callee in calls:
+        words[at] = 0x40000000 | ((starts[callee] - at) & 0x3FFFFFFF)
+    return b"".join(w.to_bytes(4, "big") for w in words)
+
+
+def test_near_calls_take_their_targets_one_to_one():
+    for w in NEAR_CALLS:
+        for at in (0, 4, 7, 1 << 20, (1 << 40) + 3):
+            target = exe.call_target(w, at)
+            assert exe.is_near_call(target) and exe.call_displacement(target, at) == w
+    # one function called from three places: three displacements, one target
+    assert len({exe.call_target(0x40000000 | ((100 - i) & 0x3FFFFFFF), 4 * i)
+                for i in (3, 50, 400)}) == 1
+    for w in (0x40400000, 0x7FBFFFFF, 0x01000000, 0x9DE3BF98, 0):  # far calls, other words
+        assert not exe.is_near_call(w)
+
+
+def test_calls_code_smaller_by_their_targets_and_decode():
+    data = TEXT + calling_code()
+    assert payload(TEXT, CALLS) == payload(TEXT, EXE)  # text: nothing transformed
+    assert len(payload(data, CALLS)) < 0.95 * len(payload(data, EXE))
+    assert api.decompress(api.compress(data, Recipe(mix=CALLS))) == data
+
+
+def test_calls_across_kernel_blocks_are_left_alike_by_every_side():
+    """A word that straddles two of the codec's blocks stays as it is: coding a frame and
+    learning it uncoded (a stored frame) leave the same model, and the data decodes."""
+    from rwkvzip.coding import codec
+
+    data = bytearray(b"x" + calling_code() * 4)  # words start at 1 mod 4
+    for at in range(codec.ENCODE_BLOCK - 3, len(data) - 4, codec.ENCODE_BLOCK):
+        data[at:at + 4] = (0x40000000 | (at * 7 & 0x3FFFFF)).to_bytes(4, "big")  # straddles
+    data = bytes(data)
+    recipe = Recipe(mix=CALLS)
+    coded, learned = codec.Predictor(recipe), codec.Predictor(recipe)
+    coded.encode_frame(data)
+    learned.learn_frame(data)
+    assert np.array_equal(coded.mixing.S, learned.mixing.S)
+    assert np.array_equal(coded.mixing.CT, learned.mixing.CT)
+    assert api.decompress(api.compress(data, recipe)) == data

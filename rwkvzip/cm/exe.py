@@ -50,9 +50,11 @@ from rwkvzip.ops.jit import jit
 # S slots (context.py reserves the range): on (the recipe's mix field exe), the average of
 # control bytes (fixed point), the selector for the next byte (-1: not live), where words
 # start (mod 4) and where the last evidence of them ended (-1: none yet), and the current run
-# of signature words: its phase, where its last one ended, how many
+# of signature words: its phase, where its last one ended, how many; the mix fields
+# exe_calls and exe_words (0 or 1), and where the word the calls' transform marked starts
+# (-1: none)
 (S_EXE_ON, S_EXE_CONTROL, S_EXE_SEL, S_EXE_PHASE, S_EXE_SEEN, S_EXE_RUN_PHASE, S_EXE_RUN_END,
- S_EXE_RUN) = range(cx.S_EXE, cx.S_EXE + 8)
+ S_EXE_RUN, S_EXE_CALLS, S_EXE_WORDS, S_EXE_CALL_AT) = range(cx.S_EXE, cx.S_EXE + 11)
 CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte (~32 bytes' memory)
 CONTROL_ONE = 1 << 16  # a control byte's weight (fixed point)
 LIVE_CONTROL = 6  # live from one control byte in 6 (the average's steady state is 32x it)
@@ -170,6 +172,7 @@ def next_contexts(S, HB):
     before = word_before(HB, hmask, n - j)
     before2 = word_before(HB, hmask, n - j - 4)
     syntax_slots = S[syntax.S_SY_ON] != 0
+    words = S[S_EXE_WORDS] != 0
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
         if (k != cx.KIND_WORD4 and not cx.is_text_kind(k)
@@ -186,6 +189,104 @@ def next_contexts(S, HB):
             h = cx.mixh(h, (before >> (24 - 8 * j)) & 0xFF)
         elif k == cx.KIND_SHEET_ABOVE:
             h = cx.mixh(h, before2 >> 16)
+        elif words and k == cx.KIND_WORD_SKIP:
+            before3 = word_before(HB, hmask, n - j - 8)
+            h = cx.mixh(cx.mixh(h, before >> 16), fields(before2) | (fields(before3) << 8))
+        elif words and k == cx.KIND_COLUMN:
+            h = cx.mixh(cx.mixh(h, S[cx.S_REC]), record_above(S, HB, hmask, n, j))
         elif k != cx.KIND_WORD4:
             h = cx.mixh(h, before >> 16)
         S[cx.S_CTX + m] = h
+
+
+@jit
+def record_above(S, HB, hmask, n, j):
+    """The byte at place j of the word one record back, where the record model (context.py,
+    S_REC) has found records of whole words (256: it has not)."""
+    r = S[cx.S_REC]
+    if r < 8 or r % 4 != 0 or n < r:
+        return 256
+    return np.int64(HB[(n - r) & hmask])
+
+
+# The calls' transform (mix field exe_calls): SPARC's call is op 1 and a 30-bit word
+# displacement from the call itself, so calls of one function from different places differ
+# in every byte. While the model is live, a call with a near displacement (|d| < 2**22
+# words, the only kind real code has; the top ten bits are 0x100 or 0x1FF) is coded with the
+# target in place of the displacement, (word index + d) mod 2**23 sign-extended the same
+# way: a bijection of those words for each place, so the decoder turns it back once the
+# word's four bytes are in. Every model sees the targets, which repeat (the match model
+# finds calling sequences again, the word contexts learn the functions called).
+NEAR_FORWARD, NEAR_BACKWARD = 0x100, 0x1FF  # a near call's top ten bits
+CALL_FIELD = (1 << 23) - 1
+CALL_SIGN_BITS = 0x3F800000  # bits 29 ... 23: copies of the field's sign bit 22
+CALL_OP = 0x40000000
+
+
+@jit(inline="always")
+def is_near_call(w):
+    top = w >> 22
+    return top == NEAR_FORWARD or top == NEAR_BACKWARD  # noqa: SIM109 - numba: ints
+
+
+@jit(inline="always")
+def call_word(field):
+    """A near call's word with the 23-bit field (its sign bit copied into bits 29 ... 23)."""
+    field &= CALL_FIELD
+    return CALL_OP | field | (CALL_SIGN_BITS if field >> 22 else 0)
+
+
+@jit(inline="always")
+def call_target(w, at):
+    """The near call word w at stream position `at` with its target in place of its
+    displacement."""
+    return call_word((at >> 2) + (w & CALL_FIELD))
+
+
+@jit(inline="always")
+def call_displacement(w, at):
+    """call_target's inverse."""
+    return call_word((w & CALL_FIELD) - (at >> 2))
+
+
+@jit(inline="always")
+def block_word(data, t):
+    return ((np.int64(data[t]) << 24) | (np.int64(data[t + 1]) << 16)
+            | (np.int64(data[t + 2]) << 8) | np.int64(data[t + 3]))
+
+
+@jit(inline="always")
+def put_block_word(data, t, w):
+    for i in range(4):
+        data[t + i] = np.uint8((w >> (24 - 8 * i)) & 0xFF)
+
+
+@jit
+def calls_before_byte(S, data, t, encoding):
+    """Before byte t of the block is coded: at the start of a word while the model is live,
+    with the word's four bytes in the block (the codec hands every side the same blocks),
+    mark the word; the encoder puts a near call's target in place (in data)."""
+    if S[S_EXE_CALLS] == 0 or S[S_EXE_SEL] < 0 or t + 4 > data.shape[0]:
+        return
+    at = S[cx.S_POS]
+    if (at - S[S_EXE_PHASE]) & 3 != 0:
+        return
+    S[S_EXE_CALL_AT] = at
+    if encoding:
+        w = block_word(data, t)
+        if is_near_call(w):
+            put_block_word(data, t, call_target(w, at))
+
+
+@jit
+def calls_after_byte(S, data, t, decoding):
+    """After byte t of the block: the marked word's last byte is in; the decoder turns a
+    target back into the call's displacement."""
+    at = S[S_EXE_CALL_AT]
+    if at < 0 or S[cx.S_POS] != at + 4:
+        return
+    S[S_EXE_CALL_AT] = -1
+    if decoding:
+        w = block_word(data, t - 3)
+        if is_near_call(w):
+            put_block_word(data, t - 3, call_displacement(w, at))

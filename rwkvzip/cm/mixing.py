@@ -14,7 +14,7 @@ from rwkvzip.ops import memory
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
-                   "syntax", "nest")
+                   "syntax", "nest", "exe_calls", "exe_words")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,11 @@ class MixConfig:
     record chain is followed, carry the last punctuation bytes of the line or string with
     the current token, with the last byte, and with the token's length (needs the three
     kinds in the orders); nest: the syntax model also sets kind 19's slot to the bracket
-    depth, whether a quote is open and the current token (needs syntax and kind 19). A field
+    depth, whether a quote is open and the current token (needs syntax and kind 19);
+    exe_calls: while the executable model is live, a SPARC call is coded with its target in
+    place of its displacement (cm/exe.py, the calls' transform; needs exe); exe_words: the
+    idle slots of kinds 22 and 24 carry the previous word's top half with the fields of the
+    word before it, and the byte one record back (needs exe). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -91,6 +95,8 @@ class MixConfig:
     delta: bool = False
     syntax: bool = False
     nest: bool = False
+    exe_calls: bool = False
+    exe_words: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -101,6 +107,8 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
+        if (self.exe_calls or self.exe_words) and not self.exe:
+            raise ValueError("exe_calls and exe_words need exe (the executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -176,7 +184,9 @@ class MixArrays:
         S[sheet.S_SH_X_ON] = int(cfg.sheet_expect)
         S[sheet.S_SH_X_BYTE] = -1
         S[exe.S_EXE_ON] = int(cfg.exe)
-        S[exe.S_EXE_SEL] = S[exe.S_EXE_SEEN] = -1
+        S[exe.S_EXE_SEL] = S[exe.S_EXE_SEEN] = S[exe.S_EXE_CALL_AT] = -1
+        S[exe.S_EXE_CALLS] = int(cfg.exe_calls)
+        S[exe.S_EXE_WORDS] = int(cfg.exe_words)
         S[image.S_IMG_ON] = int(cfg.image)
         S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)

@@ -27,7 +27,10 @@ from rwkvzip.ops.linalg import refresh_twins
 from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe
 
 WARM_UP = b"warm up, once"  # what warm_up codes
-ENCODE_BLOCK = 4096  # bytes per batched encode call (bounds the probability buffer to 4 MB)
+# bytes per kernel call, counted from a frame's start by every side that advances a model
+# over a frame (encode, decode, learn): bounds the probability buffer to 4 MB, and the
+# calls' transform (cm/exe.py) takes only words wholly inside one call's block
+ENCODE_BLOCK = 4096
 Progress = Callable[[int], None]  # told the number of bytes just coded, every few KB
 
 
@@ -103,8 +106,10 @@ class Predictor:
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
-        block = np.frombuffer(data, dtype=np.uint8).copy()
-        self.advance(block, self._no_rows, coder.ADVANCE, self._no_decoder)
+        buf = np.frombuffer(data, dtype=np.uint8).copy()
+        for lo in range(0, len(buf), ENCODE_BLOCK):
+            self.advance(buf[lo:lo + ENCODE_BLOCK], self._no_rows, coder.ADVANCE,
+                         self._no_decoder)
 
     def decode_frame(self, payload: bytes, raw_len: int,
                      progress: Progress | None = None) -> bytes:

@@ -371,10 +371,15 @@ def run(arch, path, data, probs, io, start, net, train, mixing, decoder):
     """
     if start:
         begin(arch, path, net, train, mixing)
+    mixed = net.F[F_MIX] != 0.0
     for t in range(data.shape[0]):
+        if mixed:
+            exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
         if not take(io, t, data, probs, net, mixing, decoder, path):
             return t
         advance(int(data[t]), arch, path, net, train, mixing)
+        if mixed:
+            exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
     return data.shape[0]
 
 
@@ -386,14 +391,19 @@ def run_fixed(arch, path, data, probs, io, start, net, mixing, decoder):
     F = net.F
     if start:
         begin_fixed(arch, path, net, mixing)
+    mixed = F[F_MIX] != 0.0
     for t in range(data.shape[0]):
+        if mixed:
+            exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
         if not take(io, t, data, probs, net, mixing, decoder, path):
             return t
         symbol = int(data[t])
-        if F[F_MIX] != 0.0:
+        if mixed:
             learn_mixing(symbol, 0, mixing, path)
         predict_fixed(symbol, arch, path, net, mixing)
         F[F_SEEN] += 1.0
+        if mixed:
+            exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
     return data.shape[0]
 
 
