@@ -156,3 +156,25 @@ def test_calls_across_kernel_blocks_are_left_alike_by_every_side():
     assert np.array_equal(coded.mixing.S, learned.mixing.S)
     assert np.array_equal(coded.mixing.CT, learned.mixing.CT)
     assert api.decompress(api.compress(data, recipe)) == data
+
+
+def test_only_calls_in_code_take_their_targets():
+    """In code (within SIGNATURE_GAP of a signature word) a near call's word is replaced by
+    its target's before it is coded; in the tables after the code a word of that form (a
+    debug record's type 0x40) stays as it is."""
+    from rwkvzip.coding import coder, codec
+
+    code_ = calling_code()
+    records = b"".join(i.to_bytes(4, "big") + bytes(4) for i in range(1000))  # binary, live
+    far = 0x40000123  # a near call's form, 8 KB after the last signature word
+    data = code_ + code_ + records + far.to_bytes(4, "big") + bytes(64)
+    block = np.frombuffer(data, dtype=np.uint8).copy()
+    predictor = codec.Predictor(Recipe(mix=CALLS))
+    predictor.advance(block, predictor._no_rows, coder.ADVANCE, predictor._no_decoder)
+    n = len(code_)  # the second copy: the model is live from its first word
+    for at in range(n, 2 * n, 4):
+        word, seen = (int.from_bytes(b[at:at + 4], "big") for b in (data, block.tobytes()))
+        assert seen == (exe.call_target(word, at) if exe.is_near_call(word) else word)
+    assert sum(exe.is_near_call(int.from_bytes(code_[at:at + 4], "big"))
+               for at in range(0, n, 4)) > 50
+    assert block[2 * n + len(records):].tobytes() == data[2 * n + len(records):]

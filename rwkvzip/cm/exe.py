@@ -211,12 +211,14 @@ def record_above(S, HB, hmask, n, j):
 
 # The calls' transform (mix field exe_calls): SPARC's call is op 1 and a 30-bit word
 # displacement from the call itself, so calls of one function from different places differ
-# in every byte. While the model is live, a call with a near displacement (|d| < 2**22
-# words, the only kind real code has; the top ten bits are 0x100 or 0x1FF) is coded with the
-# target in place of the displacement, (word index + d) mod 2**23 sign-extended the same
-# way: a bijection of those words for each place, so the decoder turns it back once the
-# word's four bytes are in. Every model sees the targets, which repeat (the match model
-# finds calling sequences again, the word contexts learn the functions called).
+# in every byte. While the model is live and within SIGNATURE_GAP of the last signature word
+# (in code: the tables after it have words of that form too, e.g. a debug record's type
+# 0x40), a call with a near displacement (|d| < 2**22 words, the only kind real code has; the
+# top ten bits are 0x100 or 0x1FF) is coded with the target in place of the displacement,
+# (word index + d) mod 2**23 sign-extended the same way: a bijection of those words for each
+# place, so the decoder turns it back once the word's four bytes are in. Every model sees
+# the targets, which repeat (the match model finds calling sequences again, the word
+# contexts learn the functions called).
 NEAR_FORWARD, NEAR_BACKWARD = 0x100, 0x1FF  # a near call's top ten bits
 CALL_FIELD = (1 << 23) - 1
 CALL_SIGN_BITS = 0x3F800000  # bits 29 ... 23: copies of the field's sign bit 22
@@ -263,13 +265,13 @@ def put_block_word(data, t, w):
 
 @jit
 def calls_before_byte(S, data, t, encoding):
-    """Before byte t of the block is coded: at the start of a word while the model is live,
-    with the word's four bytes in the block (the codec hands every side the same blocks),
-    mark the word; the encoder puts a near call's target in place (in data)."""
+    """Before byte t of the block is coded: at the start of a word while the model is live in
+    code, with the word's four bytes in the block (the codec hands every side the same
+    blocks), mark the word; the encoder puts a near call's target in place (in data)."""
     if S[S_EXE_CALLS] == 0 or S[S_EXE_SEL] < 0 or t + 4 > data.shape[0]:
         return
     at = S[cx.S_POS]
-    if (at - S[S_EXE_PHASE]) & 3 != 0:
+    if (at - S[S_EXE_PHASE]) & 3 != 0 or at - S[S_EXE_RUN_END] > SIGNATURE_GAP:
         return
     S[S_EXE_CALL_AT] = at
     if encoding:
