@@ -13,6 +13,7 @@ from mixing_probe import fed, payload
 from rwkvzip import api
 from rwkvzip.cm import context, exe, sheet
 from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.coding import codec, coder
 from rwkvzip.recipe import Recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -143,8 +144,6 @@ def test_calls_code_smaller_by_their_targets_and_decode():
 def test_calls_across_kernel_blocks_are_left_alike_by_every_side():
     """A word that straddles two of the codec's blocks stays as it is: coding a frame and
     learning it uncoded (a stored frame) leave the same model, and the data decodes."""
-    from rwkvzip.coding import codec
-
     data = bytearray(b"x" + calling_code() * 4)  # words start at 1 mod 4
     for at in range(codec.ENCODE_BLOCK - 3, len(data) - 4, codec.ENCODE_BLOCK):
         data[at:at + 4] = (0x40000000 | (at * 7 & 0x3FFFFF)).to_bytes(4, "big")  # straddles
@@ -162,8 +161,6 @@ def test_only_calls_in_code_take_their_targets():
     """In code (within SIGNATURE_GAP of a signature word) a near call's word is replaced by
     its target's before it is coded; in the tables after the code a word of that form (a
     debug record's type 0x40) stays as it is."""
-    from rwkvzip.coding import coder, codec
-
     code_ = calling_code()
     records = b"".join(i.to_bytes(4, "big") + bytes(4) for i in range(1000))  # binary, live
     far = 0x40000123  # a near call's form, 8 KB after the last signature word
