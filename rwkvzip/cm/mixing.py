@@ -63,10 +63,11 @@ class MixConfig:
     the current token, with the last byte, and with the token's length (needs the three
     kinds in the orders); nest: the syntax model also sets kind 19's slot to the bracket
     depth, whether a quote is open and the current token (needs syntax and kind 19);
-    exe_calls: while the executable model is live, a SPARC call is coded with its target in
-    place of its displacement (cm/exe.py, the calls' transform; needs exe); exe_words: the
-    idle slots of kinds 22 and 24 carry the previous word's top half with the fields of the
-    word before it, and the byte one record back (needs exe). A field
+    exe_calls: while the executable model is live in code, a near SPARC call is coded with
+    its target in place of its displacement (cm/exe.py, the calls' transform; needs exe);
+    exe_words: while it is live, the slots of kinds 22 and 24 carry the previous word's top
+    half with the fields of the two words before it, and the byte one record back (needs
+    exe). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
