@@ -78,7 +78,11 @@ S_MIXER2, N_S_MIXER2 = S_TEXT + 4, 8  # more of the mixer's slots (mixer.py)
 S_EXE, N_S_EXE = S_MIXER2 + N_S_MIXER2, 11  # the executable model's slots (exe.py)
 S_DELTA, N_S_DELTA = S_EXE + N_S_EXE, 16  # the column-delta model's slots (delta.py)
 S_SYNTAX, N_S_SYNTAX = S_DELTA + N_S_DELTA, 7  # the syntax model's slots (syntax.py)
-N_S = S_SYNTAX + N_S_SYNTAX
+# the indirect kind's: on (a recipe with kind 25), then for every two bytes (c2, c1) the
+# two bytes that followed their last two occurrences (16 bits, the later one low)
+S_IND_ON = S_SYNTAX + N_S_SYNTAX
+S_IND = S_IND_ON + 1
+N_S = S_IND + (1 << 16)
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16
@@ -115,7 +119,9 @@ KIND_WORD_TRIGRAM = 21  # the word context, w1 and w2
 KIND_WORD_SKIP = 22  # the word context and w2 (w1 skipped)
 KIND_LINE_ABOVE = 23  # the byte at this column of the line above, and a(1)
 KIND_COLUMN = 24  # the next byte's column in its line, and a(1) with every word byte one value
-MAX_KIND = 24
+# 25: indirect (paq8's indirect model): what followed the last two bytes the last times
+KIND_INDIRECT = 25  # a(1) and the two bytes that followed a(2) a(1) the last two times
+MAX_KIND = 25
 COLUMN_CAP = 255  # KIND_COLUMN's columns beyond this are one
 WORD_BYTE = 256  # KIND_COLUMN's a(1) when it is a word byte (a letter, or >= 128)
 ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte
@@ -437,6 +443,9 @@ def kind_hash(S, HB, k, pos, hmask):
         return mixh(mixh(h, back(HB, pos, hmask, 3)), back(HB, pos, hmask, 4))
     if k == KIND_WORD4:
         return mixh(mixh(h, pos & 3), back(HB, pos, hmask, 4))
+    if k == KIND_INDIRECT:
+        last2 = S[S_HIST] & 0xFFFF
+        return mixh(mixh(h, last2 & 0xFF), S[S_IND + last2])
     if KIND_WORD_BIGRAM <= k <= KIND_WORD_SKIP:
         h = mixh(h, word_context(S[S_WORD], back(HB, pos, hmask, 1)))
         if k != KIND_WORD_SKIP:
@@ -512,6 +521,9 @@ def next_contexts(S, HB, byte):
     S[S_WORD] = word
     if S[S_REC_ON] != 0:  # only recipes with a record kind pay for the detection
         record_update(S, pos, symbol, hmask)
+    if S[S_IND_ON] != 0:
+        follow = S_IND + ((S[S_HIST] >> 8) & 0xFFFF)  # the two bytes before this one
+        S[follow] = ((S[follow] << 8) | symbol) & 0xFFFF
     for o in range(S[S_K]):
         k = S[S_ORDERS + o]
         if k == WORD_ORDER:

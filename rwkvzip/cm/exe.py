@@ -20,8 +20,8 @@ without the evidence (x86 code, little-endian tables, bytecode: the word context
 0.3-4.8 % worse), code exactly as without it. While it is live, slots whose contexts mean
 little in binary words carry word contexts instead (no slot is added, so text pays nothing):
 
-* KIND_WORD4's (pos mod 4 and a(4)): the next byte's place j in its word and the word's
-  bytes so far;
+* KIND_WORD4's (pos mod 4 and a(4)) and KIND_INDIRECT's: the next byte's place j in its
+  word and the word's bytes so far;
 * the text kinds' (words and lines mean nothing here): KIND_WORD_BIGRAM's j, the bytes so far
   and the previous word's opcode fields (`fields`); KIND_WORD_TRIGRAM's the same and that
   word's destination register (bits 29-25); the others' (the skip, the line above, the
@@ -182,7 +182,8 @@ def next_contexts(S, HB):
     words = S[S_EXE_WORDS] != 0
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if (k != cx.KIND_WORD4 and not cx.is_text_kind(k)
+        word4 = k == cx.KIND_WORD4 or k == cx.KIND_INDIRECT  # noqa: SIM109 - numba: ints
+        if (not word4 and not cx.is_text_kind(k)
                 and not (syntax_slots and syntax.is_syntax_kind(k))):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
@@ -201,7 +202,7 @@ def next_contexts(S, HB):
             h = cx.mixh(cx.mixh(h, before >> 16), fields(before2) | (fields(before3) << 8))
         elif words and k == cx.KIND_COLUMN:
             h = cx.mixh(cx.mixh(h, S[cx.S_REC]), record_above(S, HB, hmask, n, j))
-        elif k != cx.KIND_WORD4:
+        elif not word4:
             h = cx.mixh(h, before >> 16)
         S[cx.S_CTX + m] = h
 

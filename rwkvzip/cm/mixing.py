@@ -30,7 +30,8 @@ class MixConfig:
     17 with the cell's column, 18 with that column's last cell, 19 with the column and the
     record before (docs/FORMAT.md); 20..23 text: the word with the word before it (20), the
     two before it (21), the one before those (22), and the byte at this column of the line
-    above (23); table_bits:
+    above (23), the column (24); 25 indirect: the last byte with the two bytes that
+    followed the last two bytes the last two times they occurred; table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
@@ -178,6 +179,7 @@ class MixArrays:
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
         S[cx.S_REC_ON] = int(cfg.image or cfg.delta
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
+        S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
         S[sheet.S_SH_ON] = int(sheet.enabled(cfg.orders))
         S[sheet.S_SH_NEXT] = S[sheet.S_SH_COL] = S[sheet.S_SH_LAST_COL] = -1
         S[sheet.S_SH_CELLS:sheet.S_SH_HITS] = -1  # both cells of every column unknown
