@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip import dictionary
-from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor
+from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor, frame_blocks
 from rwkvzip.corpus import Document
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
@@ -42,8 +42,7 @@ def document_bits(predictor: NetworkPredictor, data: bytes, rows: np.ndarray) ->
     predictor.restart()
     buf = np.frombuffer(data, dtype=np.uint8).copy()
     bits = 0.0
-    for lo in range(0, len(buf), ENCODE_BLOCK):
-        block = buf[lo:lo + ENCODE_BLOCK]
+    for block in frame_blocks(buf):
         r = rows[:len(block)]
         predictor.run_block(block, r)
         p = r[np.arange(len(block)), block].astype(np.float64)

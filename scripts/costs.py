@@ -26,15 +26,12 @@ from tune import candidate
 def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
     """Bits each byte of `data` costs under the recipe, from a fresh predictor."""
     from rwkvzip.api import new_predictor
-    from rwkvzip.coding.codec import ENCODE_BLOCK
+    from rwkvzip.coding.codec import frame_blocks
 
     predictor = new_predictor(recipe, prior)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
-    costs = np.empty(len(buf), dtype=np.float32)
-    for lo in range(0, len(buf), ENCODE_BLOCK):
-        hi = lo + ENCODE_BLOCK
-        costs[lo:hi] = predictor.byte_bits(buf[lo:hi])
-    return costs
+    costs = [predictor.byte_bits(block) for block in frame_blocks(buf)]
+    return np.concatenate(costs).astype(np.float32) if costs else np.empty(0, np.float32)
 
 
 def table(costs: np.ndarray, groups: np.ndarray, n: int, label: str) -> list[str]:

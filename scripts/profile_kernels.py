@@ -31,7 +31,7 @@ from harness import CORPUS
 
 from rwkvzip import priors
 from rwkvzip.coding import coder
-from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor
+from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor, frame_blocks
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
 from rwkvzip.net.common import narrow_sums
@@ -537,8 +537,7 @@ def per_byte(recipe: Recipe, data: bytes, coding: bool = True) -> dict[str, floa
     kernels = predictor()
     rows = np.empty((ENCODE_BLOCK, kernels.row_width), dtype=np.float32)
     t = time.perf_counter()
-    for lo in range(0, len(buf), ENCODE_BLOCK):
-        block = buf[lo:lo + ENCODE_BLOCK]
+    for block in frame_blocks(buf):
         kernels.run_block(block, rows[:len(block)])
     kernel = time.perf_counter() - t
     if not coding:
@@ -580,8 +579,8 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
     pred = Predictor(recipe, None if prior is None else prior.W)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
     rows = np.empty((len(buf), pred.row_width), dtype=np.float32)
-    for lo in range(0, len(buf), ENCODE_BLOCK):
-        pred.run_block(buf[lo:lo + ENCODE_BLOCK], rows[lo:lo + ENCODE_BLOCK])
+    for block, block_rows in zip(frame_blocks(buf), frame_blocks(rows), strict=True):
+        pred.run_block(block, block_rows)
     symbols = pred.symbols(buf)
     enc = coder.new_encoder()
     coder.encode_rows(symbols, rows, enc)

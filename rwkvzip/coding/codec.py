@@ -13,7 +13,7 @@ with context models (coding/stepper.py); CountsPredictor the count models of a r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -32,6 +32,13 @@ WARM_UP = b"warm up, once"  # what warm_up codes
 # calls' transform (cm/exe.py) takes only words wholly inside one call's block
 ENCODE_BLOCK = 4096
 Progress = Callable[[int], None]  # told the number of bytes just coded, every few KB
+
+
+def frame_blocks(buf: np.ndarray) -> Iterator[np.ndarray]:
+    """The views of a frame's bytes that every side advances a model over, one kernel call
+    each: ENCODE_BLOCK bytes from the frame's start."""
+    for lo in range(0, len(buf), ENCODE_BLOCK):
+        yield buf[lo:lo + ENCODE_BLOCK]
 
 
 def scope_table(layout, scope: str, matrices: bool = True) -> np.ndarray:
@@ -66,8 +73,7 @@ class Predictor:
         enc = coder.new_encoder()
         buf = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one kernel signature
         probs = np.empty((min(ENCODE_BLOCK, len(buf)), self.row_width), dtype=np.float32)
-        for lo in range(0, len(buf), ENCODE_BLOCK):
-            block = buf[lo:lo + ENCODE_BLOCK]
+        for block in frame_blocks(buf):
             rows = probs[:len(block)]
             self.run_block(block, rows)
             coder.encode_rows(self.symbols(block), rows, enc)
@@ -107,17 +113,15 @@ class Predictor:
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
         buf = np.frombuffer(data, dtype=np.uint8).copy()
-        for lo in range(0, len(buf), ENCODE_BLOCK):
-            self.advance(buf[lo:lo + ENCODE_BLOCK], self._no_rows, coder.ADVANCE,
-                         self._no_decoder)
+        for block in frame_blocks(buf):
+            self.advance(block, self._no_rows, coder.ADVANCE, self._no_decoder)
 
     def decode_frame(self, payload: bytes, raw_len: int,
                      progress: Progress | None = None) -> bytes:
         """The frame's bytes, decoded inside the model's kernel a block at a time."""
         decoder = coder.new_decoder(payload)
         out = np.zeros(raw_len, dtype=np.uint8)
-        for lo in range(0, raw_len, ENCODE_BLOCK):
-            block = out[lo:lo + ENCODE_BLOCK]
+        for block in frame_blocks(out):
             if self.advance(block, self._no_rows, coder.DECODE, decoder) != len(block):
                 raise coder.CoderError("the payload is not a range-coder stream of this model")
             if progress:
