@@ -276,3 +276,30 @@ def test_each_weight_set_learns_at_its_own_rate_with_set_decay():
     assert api.decompress(blob) == TEXT and blob != api.compress(TEXT, recipe)
     with pytest.raises(RecipeError, match="set_decay"):
         Recipe.from_dict({**own.to_dict(), "mix": {**own.mix.to_dict(), "set_decay": -1.0}})
+
+
+def test_rows_built_on_first_use_code_as_if_built_at_the_start():
+    """mixer.ready_rows builds a selector byte's block of weight and APM rows (and the
+    order-2 APM's block of a context) when a byte first reads it: a predictor whose blocks
+    were all built before the first byte gives the same probabilities, and the lazy one
+    built only the blocks its data chose."""
+    recipe = mixed(selectors=3)
+    recipe = replace(recipe, mix=replace(recipe.mix, sse2=True))
+    data = np.frombuffer(TEXT * 2 + bytes(range(0, 256, 3)), dtype=np.uint8).copy()
+    lazy, eager = Predictor(recipe), Predictor(recipe)
+    S, MX = eager.mixing.S, eager.mixing.MX
+    nin = S[mixer.S_NIN]
+    for c in range(256):
+        mixer.init_apm(MX, S[mixer.S_A2] + (c << 8) * mixer.APM_CELLS, 256)
+        mixer.init_weight_rows(S, MX, S[mixer.S_W2] + (c << 8) * nin)
+        mixer.init_weight_rows(S, MX, S[mixer.S_W3] + (c << 8) * nin)
+    for h in range(1 << mixer.SSE2_BITS):
+        mixer.init_apm(MX, S[mixer.S_A3] + (h << 8) * mixer.APM_CELLS, 256)
+    S[context.S_READY:context.S_READY + context.N_S_READY] = 1
+    rows = [np.empty((len(data), 256), dtype=np.float32) for _ in range(2)]
+    lazy.run_block(data, rows[0])
+    eager.run_block(data, rows[1])
+    assert np.array_equal(rows[0], rows[1])
+    built = lazy.mixing.S[context.S_READY:context.S_READY + context.N_S_READY]
+    assert 0 < built[mixer.R_A3 - context.S_READY:].sum() < 1 << mixer.SSE2_BITS
+    assert 0 < built[:256].sum() < 256

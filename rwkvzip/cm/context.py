@@ -82,7 +82,13 @@ S_SYNTAX, N_S_SYNTAX = S_DELTA + N_S_DELTA, 7  # the syntax model's slots (synta
 # two bytes that followed their last two occurrences (16 bits, the later one low)
 S_IND_ON = S_SYNTAX + N_S_SYNTAX
 S_IND = S_IND_ON + 1
-N_S = S_IND + (1 << 16)
+# the mixer's blocks of rows built on first use (mixer.ready_rows): 1 once built; a block per
+# selector byte for the second and third mixers and the second APM, per context of the
+# order-2 APM (its contexts: a(1), a(2) hashed to SSE2_BITS bits)
+SSE2_BITS = 10
+S_READY = S_IND + (1 << 16)
+N_S_READY = 3 * ALPHABET + (1 << SSE2_BITS)
+N_S = S_READY + N_S_READY
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16

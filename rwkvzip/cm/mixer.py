@@ -50,7 +50,10 @@ from rwkvzip.ops.prefetch import prefetch
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
 # S[S_CNT]: each weight set's update count (0: none, mix field set_decay)
 S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT = range(cx.S_MIXER2, cx.S_MIXER2 + 6)
-SSE2_BITS = 10  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
+SSE2_BITS = cx.SSE2_BITS  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
+# S[cx.S_READY + R_... + i]: block i of the second and third mixers' weights, the second APM's
+# rows (by selector byte) and the order-2 APM's (by context) built (ready_rows)
+R_W2, R_W3, R_A2, R_A3 = (cx.S_READY + i * ALPHABET for i in range(4))
 # S[S_GATE] 1: the network's input is scaled by text_gate (mix field net_gate)
 # S[S_NET]: no network input; a network that learns (the mixer's gradient flows back to its
 # logits); a frozen one (an input only)
@@ -116,36 +119,43 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
 
 
 @jit
+def initial_weight(S, MX, c, long_match):
+    """A mixer weight's value before any learning: that of input column c (long_match: of a
+    weight set chosen in a long match)."""
+    K = S[S_K]
+    if c < 2 * K:
+        return MX[MX_TEXT_INIT] if cx.is_text_kind(S[cx.S_ORDERS + c % K]) else MX[MX_CTX_INIT]
+    if c == 2 * K:
+        return W_INIT_MATCH[1] if long_match else W_INIT_MATCH[0]
+    if c == 2 * K + 1:
+        return 0.0  # bias
+    if S[S_NET] != NET_OFF and c == 2 * K + 2:
+        return MX[MX_NET_INIT]
+    ic = image_column(S)
+    image_end = ic + image.IMAGE_INPUTS * S[image.S_IMG_ON]
+    if c < ic:
+        return 0.0
+    if c < image_end:
+        return W_INIT_IMAGE
+    if c < image_end + delta.INPUTS * S[delta.S_DL_ON]:
+        return delta.W_INIT
+    return W_INIT_EXPECT  # the spreadsheet model's expected byte, the last column
+
+
+@jit
 def init_tables(S, MX):
-    """Initial mixer weights, adaptive maps and APM tables (all identity maps)."""
+    """Initial mixer weights, adaptive maps and the first APM (all identity maps). The blocks
+    of rows chosen by a byte are built when first used (ready_rows): a small file reads a
+    few of their 64 MB."""
     nin = S[S_NIN]
     K = S[S_K]
     w = MX[S[S_W]:S[S_W] + 3 * (K + 1) * ALPHABET * nin]
-    ic = image_column(S)
-    image_end = ic + image.IMAGE_INPUTS * S[image.S_IMG_ON]
-    delta_end = image_end + delta.INPUTS * S[delta.S_DL_ON]
-    for i in range(3 * (K + 1) * ALPHABET):
-        for c in range(2 * K):
-            text = cx.is_text_kind(S[cx.S_ORDERS + c % K])
-            w[i * nin + c] = MX[MX_TEXT_INIT] if text else MX[MX_CTX_INIT]
-        w[i * nin + 2 * K] = W_INIT_MATCH[1] if i >= 2 * (K + 1) * ALPHABET else W_INIT_MATCH[0]
-        w[i * nin + 2 * K + 1] = 0.0  # bias
-        if S[S_NET] != NET_OFF:
-            w[i * nin + 2 * K + 2] = MX[MX_NET_INIT]
-        for c in range(ic, image_end):
-            w[i * nin + c] = W_INIT_IMAGE
-        for c in range(image_end, delta_end):
-            w[i * nin + c] = delta.W_INIT
-        if S[sheet.S_SH_X_ON] != 0:
-            w[i * nin + nin - 1] = W_INIT_EXPECT
+    for c in range(nin):
+        short = initial_weight(S, MX, c, False)
+        long = initial_weight(S, MX, c, True)
+        for i in range(3 * (K + 1) * ALPHABET):
+            w[i * nin + c] = long if i >= 2 * (K + 1) * ALPHABET else short
     if S[S_SEL] > 1:
-        for at in (S[S_W2], S[S_W3] if S[S_SEL] > 2 else -1):
-            if at < 0:
-                continue
-            wn = MX[at:at + ALPHABET * ALPHABET * nin]
-            for i in range(ALPHABET * ALPHABET):
-                for c in range(nin):
-                    wn[i * nin + c] = w[c]  # the first set's initial weights (short matches)
         final = W_INIT_FINAL if S[S_SEL] == 2 else W_INIT_FINAL3
         for i in range(512):
             MX[S[S_WF] + i] = final
@@ -157,14 +167,52 @@ def init_tables(S, MX):
     for cell in range(K * cx.MAP_COUNTS * cells):
         p = ((cell & (cells - 1)) + 0.5) / cells  # the centre of the cell's probabilities
         sm[cell] = log64(p) - log64(1.0 - p)
-    identity = np.empty(APM_CELLS, dtype=np.float32)
+    init_apm(MX, S[S_A1], ALPHABET)
+
+
+@jit
+def init_apm(MX, base, rows):
+    """rows APM rows from `base`, each the identity map."""
     for j in range(APM_CELLS):
-        identity[j] = sigmoid64((j - 16) * 0.5)
-    n3 = (ALPHABET << SSE2_BITS) if S[S_A3] != 0 else 0
-    for base, n in ((S[S_A1], ALPHABET), (S[S_A2], ALPHABET * ALPHABET), (S[S_A3], n3)):
-        for i in range(n):
-            for j in range(APM_CELLS):
-                MX[base + i * APM_CELLS + j] = identity[j]
+        v = sigmoid64((j - 16) * 0.5)
+        for i in range(rows):
+            MX[base + i * APM_CELLS + j] = v
+
+
+@jit
+def init_weight_rows(S, MX, base):
+    """A selector byte's block of ALPHABET weight rows from `base`: the first weight set's
+    starting weights (short matches), as the second and third mixers start."""
+    nin = S[S_NIN]
+    for c in range(nin):
+        v = initial_weight(S, MX, c, False)
+        for i in range(ALPHABET):
+            MX[base + i * nin + c] = v
+
+
+@jit
+def ready_rows(S, MX):
+    """Build, on first use, the blocks of rows the next byte reads: the second and third
+    mixers' weights and the second APM's rows for their selector bytes, the order-2 APM's
+    for its context. Called before any node of a byte is mixed (predict, prepare); learn
+    reads the same rows."""
+    nin = S[S_NIN]
+    c1 = second_selector(S)
+    if S[R_A2 + c1] == 0:
+        init_apm(MX, S[S_A2] + (c1 << 8) * APM_CELLS, ALPHABET)
+        S[R_A2 + c1] = 1
+    if S[S_SEL] > 1 and S[R_W2 + c1] == 0:
+        init_weight_rows(S, MX, S[S_W2] + (c1 << 8) * nin)
+        S[R_W2 + c1] = 1
+    c2 = third_selector(S)
+    if S[S_SEL] > 2 and S[R_W3 + c2] == 0:
+        init_weight_rows(S, MX, S[S_W3] + (c2 << 8) * nin)
+        S[R_W3 + c2] = 1
+    if S[S_A3] != 0:
+        h = sse2_context(S)
+        if S[R_A3 + h] == 0:
+            init_apm(MX, S[S_A3] + (h << 8) * APM_CELLS, ALPHABET)
+            S[R_A3 + h] = 1
 
 
 @jit
@@ -262,10 +310,15 @@ def apm_learn(MX, r, j, f, bit, rate):
 
 
 @jit
+def sse2_context(S):
+    """The order-2 APM's context for the next byte: a(1) and a(2) hashed."""
+    return cx.hash32((S[cx.S_HIST] & 0xFFFF) * 0x2C1B3C6D + 0x7F4A7C15) >> (32 - SSE2_BITS)
+
+
+@jit
 def sse2_row(S):
-    """The order-2 APM's first row for the next byte: its context, a(1) and a(2) hashed."""
-    h = cx.hash32((S[cx.S_HIST] & 0xFFFF) * 0x2C1B3C6D + 0x7F4A7C15) >> (32 - SSE2_BITS)
-    return S[S_A3] + (h << 8) * APM_CELLS
+    """The order-2 APM's first row for the next byte."""
+    return S[S_A3] + (sse2_context(S) << 8) * APM_CELLS
 
 
 @jit(inline="always")
@@ -387,6 +440,7 @@ def refined(S, MX, node, z, p, sse2):
 @jit
 def predict(q, CT, S, MX, ST, floor, P):
     """Mix every tree node and write the coded distribution of the next byte into P."""
+    ready_rows(S, MX)
     nin = S[S_NIN]
     K = S[S_K]
     X = MX[S[S_X]:S[S_X] + ALPHABET * nin].reshape((ALPHABET, nin))
@@ -457,6 +511,7 @@ def predict(q, CT, S, MX, ST, floor, P):
 def prepare(q, S, MX):
     """Path coding: what every node of the next byte shares (the network's subtree sums,
     the order-2 APM's row); node_probability then mixes each node of the coded path."""
+    ready_rows(S, MX)
     if S[S_NET]:
         subtree_sums(q, S, MX)
     if S[S_A3] != 0:
