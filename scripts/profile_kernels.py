@@ -64,6 +64,8 @@ from rwkvzip.recipe import ARCHS, DEFAULT_LEVEL, PROB_FLOOR, Recipe, level_recip
 DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
                                 "key_dim": 16, "value_dim": 16, "mlp": 128}),
+           "gdn:64x1": ("gdn", {"hidden": 64, "layers": 1, "key_heads": 2, "value_heads": 4,
+                                "key_dim": 16, "value_dim": 16, "mlp": 384}),
            "gdn:128x2": ("gdn", {"hidden": 128, "layers": 2}),
            "rwkv7:64x1": ("rwkv7", {"hidden": 64, "layers": 1, "ffn": 512}),
            "rwkv7:128x2": ("rwkv7", {"hidden": 128, "layers": 2})}
