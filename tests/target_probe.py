@@ -139,7 +139,13 @@ RECIPES = {
     "rwkv7-frozen-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
                                                  a_rank=8, v_rank=8, g_rank=16),
                                lr=0.0, seed=2, mix=MixConfig(table_bits=11, match_bits=14)),
-    # the levels' cards with their shipped priors (frozen GDN, frozen RWKV-7 at the default,
+    # ... and by path coding (the entry point of the default cards mix-v32 ... mix-v51)
+    "rwkv7-frozen-path-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128,
+                                                      decay_rank=8, a_rank=8, v_rank=8,
+                                                      g_rank=16),
+                                    lr=0.0, seed=2, mix=MixConfig(table_bits=11, match_bits=14,
+                                                                  path_coding=True)),
+    # the levels' cards with their shipped priors (frozen GDNs at -4 and the default,
     # adapting RWKV-7)
     "level-4-shipped-prior": level_recipe(4),
     "level-6-shipped-prior": level_recipe(6),

@@ -158,8 +158,8 @@ def test_test(sample, tmp_path):
 def test_list(sample, tmp_path):
     """`-l`, `rwkvzip info`: sizes, ratio, bpb, frames, check, recipe, from headers."""
     assert rwkvzip(*FAST, sample, "-o", tmp_path / "fast.rwkz").returncode == 0
-    # (another architecture than the default's, whose RWKV-7 64x1 keeps its prior)
-    assert rwkvzip("compress", sample, "-o", tmp_path / "tiny.rwkz", "--arch", "gdn", *TINY,
+    # (another architecture than the default's, whose GDN 64x1 keeps its prior)
+    assert rwkvzip("compress", sample, "-o", tmp_path / "tiny.rwkz", "--arch", "rwkv7", *TINY,
                    "--no-mix").returncode == 0
     fast, tiny = tmp_path / "fast.rwkz", tmp_path / "tiny.rwkz"
     out = rwkvzip("-l", fast, tiny)
@@ -171,7 +171,7 @@ def test_list(sample, tmp_path):
     ratio = f"{100 * size / len(TEXT):.2f}%"
     assert row1.split() == [str(size), str(len(TEXT)), ratio, f"{8 * size / len(TEXT):.3f}",
                             "1", "crc32", LEVELS[1], str(fast)]
-    assert row2.split()[-3:] == ["gdn", "64x1", str(tiny)]
+    assert row2.split()[-3:] == ["rwkv7", "64x1", str(tiny)]
     assert total.split()[:2] == [str(size + os.path.getsize(tiny)), str(2 * len(TEXT))]
     verified = rwkvzip("info", "-v", fast)
     assert verified.stdout.decode().splitlines()[1].split()[5] == "ok"
