@@ -131,11 +131,8 @@ def initial_weight(S, MX, c, long_match):
         return 0.0  # bias
     if S[S_NET] != NET_OFF and c == 2 * K + 2:
         return MX[MX_NET_INIT]
-    ic = image_column(S)
-    image_end = ic + image.IMAGE_INPUTS * S[image.S_IMG_ON]
-    if c < ic:
-        return 0.0
-    if c < image_end:
+    image_end = image_column(S) + image.IMAGE_INPUTS * S[image.S_IMG_ON]
+    if c < image_end:  # (the columns before the image model's are all above)
         return W_INIT_IMAGE
     if c < image_end + delta.INPUTS * S[delta.S_DL_ON]:
         return delta.W_INIT
