@@ -1,12 +1,12 @@
 """Build the pre-training corpus, train a prior on it, export and check it.
 
-    python scripts/pretrain.py corpus --out DIR [--install] [--cap-scale X]
+    python scripts/pretrain.py corpus --out DIR [--install] [--cap-scale X] [--sources v3]
     python scripts/pretrain.py train --corpus DIR --name NAME --arch rwkv7 \
         --set hidden=64,layers=1 --time SECONDS [--epochs N] [--work DIR]
     python scripts/pretrain.py export --corpus DIR --name NAME [--work DIR] -o FILE
 
 The corpus comes only from what a fresh machine can install (DESIGN.md, "Learned
-priors"): the Debian packages and PyPI releases pinned in SOURCES below, never evaluation
+priors"): the Debian packages and PyPI releases pinned in SOURCE_SETS below, never evaluation
 data (the Canterbury/Calgary corpora, enwik, the Bible, the CIA factbook), the Python
 standard library or packages that copy it, or licence texts. None of the pinned sources
 ships those; on top of that, files named like an evaluation file or a licence are left
@@ -66,7 +66,7 @@ class Source:
     sdist: bool = False  # PyPI: the source distribution instead of the wheel
 
 
-SOURCES = [
+SOURCES_V2 = [
     Source("man", "deb", ("manpages", "manpages-dev"), (".gz",), 6 * MiB, "/man/"),
     Source("gcide", "deb", ("dict-gcide",), (".dict.dz",), 6 * MiB),
     Source("fortunes", "deb", ("fortunes", "fortune-anarchism"), ("",), 4 * MiB,
@@ -83,6 +83,13 @@ SOURCES = [
     Source("c", "pypi", ("brotli==1.1.0", "zstandard==0.23.0"), (".c", ".h"), 3 * MiB,
            sdist=True),
 ]
+# v3: more of the 1913 Webster (its quotations are older English prose and verse) and two
+# more prose dictionaries; every v2 source is otherwise the same.
+SOURCES_V3 = [replace(s, cap=16 * MiB) if s.name == "gcide" else s for s in SOURCES_V2] + [
+    Source("devil", "deb", ("dict-devil",), (".dict.dz",), 1 * MiB),
+    Source("jargon", "deb", ("dict-jargon",), (".dict.dz",), 2 * MiB),
+]
+SOURCE_SETS = {"v2": SOURCES_V2, "v3": SOURCES_V3}
 
 
 def log(msg: str) -> None:
@@ -193,11 +200,11 @@ def overlaps_eval(data: bytes, lines: set[bytes]) -> bool:
     return bool(long) and sum(ln in lines for ln in long) > 0.1 * len(long)
 
 
-def build_corpus(out: Path, install: bool, cap_scale: float) -> dict:
+def build_corpus(out: Path, install: bool, cap_scale: float, source_set: str = "v3") -> dict:
     banned = eval_lines()
     docs: list[corp.Document] = []
     sources = []
-    for src in SOURCES:
+    for src in SOURCE_SETS[source_set]:
         files, origin = (deb_source(src, install) if src.kind == "deb" else pypi_source(src))
         kept, skipped = 0, 0
         order = sorted(files, key=lambda f: hashlib.sha256(f[0].encode()).digest())
@@ -374,6 +381,8 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--out", required=True)
     c.add_argument("--install", action="store_true", help="apt-get install missing packages")
     c.add_argument("--cap-scale", type=float, default=1.0, help="scale every source's cap")
+    c.add_argument("--sources", choices=sorted(SOURCE_SETS), default="v3",
+                   help="the source set (v2: the corpus of the v2 priors)")
     for name in ("train", "export"):
         p = sub.add_parser(name)
         p.add_argument("--corpus", required=True)
@@ -399,7 +408,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.choices["export"].add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
     if a.cmd == "corpus":
-        build_corpus(Path(a.out), a.install, a.cap_scale)
+        build_corpus(Path(a.out), a.install, a.cap_scale, a.sources)
     elif a.cmd == "train":
         if a.time is None and a.epochs is None:
             ap.error("give --time or --epochs")
