@@ -145,8 +145,15 @@ RECIPES = {
                                                       g_rank=16),
                                     lr=0.0, seed=2, mix=MixConfig(table_bits=11, match_bits=14,
                                                                   path_coding=True)),
-    # the levels' cards with their shipped priors (frozen GDNs at -4 and the default,
-    # adapting RWKV-7)
+    # ... and adapting by TBPTT, by path coding (the entry point of mix-v32 ... mix-v52 at -7)
+    "rwkv7-tbptt-path-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128,
+                                                     decay_rank=8, a_rank=8, v_rank=8,
+                                                     g_rank=16),
+                                   optimizer="adam", lr=0.002, seed=3, bptt=6, ckpt=6,
+                                   mix=MixConfig(table_bits=11, match_bits=14,
+                                                 path_coding=True)),
+    # the levels' cards with their shipped priors (frozen GDNs at -4 and the default, a GDN
+    # adapting by TBPTT at -7)
     "level-4-shipped-prior": level_recipe(4),
     "level-6-shipped-prior": level_recipe(6),
     "level-7-shipped-prior": level_recipe(7),

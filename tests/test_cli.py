@@ -266,7 +266,9 @@ def test_exit_status(sample, tmp_path):
     assert_clean_error(rwkvzip("--no-such-flag"), "No such option")
     assert_clean_error(rwkvzip("compress", "--level", "3"), "No such option")
     assert_clean_error(rwkvzip("-o"), "requires an argument")
-    assert_clean_error(rwkvzip("-7", "--hidden", "100", "-c", input=b"x"), "multiple of 64")
+    assert_clean_error(rwkvzip("-7", "--arch", "rwkv7", "--hidden", "100", "-c", input=b"x"),
+                       "multiple of 64")
+    assert_clean_error(rwkvzip("-7", "--hidden", "100", "-c", input=b"x"), "multiple of 16")
     assert_clean_error(rwkvzip(tmp_path / "nope"), "no such file")
     (tmp_path / "other.txt").write_bytes(TEXT)
     warned = rwkvzip(*FAST, tmp_path / "sample.txt.rwkz", tmp_path / "other.txt",

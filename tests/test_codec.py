@@ -130,6 +130,6 @@ def test_warm_up_compiles_what_each_kind_of_level_runs():
     from rwkvzip.recipe import level_recipe
 
     for level, kernels in ((1, [counts.run]), (4, [stepper.run_fixed_gdn_path]),
-                           (6, [stepper.run_fixed_gdn_path]), (7, [stepper.run_rwkv7_path])):
+                           (6, [stepper.run_fixed_gdn_path]), (7, [stepper.run_gdn_path])):
         codec.warm_up(level_recipe(level))
         assert all(k.signatures for k in kernels), level
