@@ -267,7 +267,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v53"
+DEFAULT_PRESET = "mix-v55"
 
 
 def default_recipe() -> Recipe:
@@ -281,7 +281,7 @@ def default_recipe() -> Recipe:
 # -9); the mixing levels code by path coding. The default level is the lowest one that
 # names the default card, so "no level" and it are the same recipe.
 LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v50", 5: "mix-v50",
-          6: "mix-v53", **{level: "mix-v54" for level in (7, 8, 9)}}
+          6: "mix-v55", **{level: "mix-v56" for level in (7, 8, 9)}}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 
