@@ -35,6 +35,7 @@ from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor, frame_blocks
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
 from rwkvzip.net.common import narrow_sums
+from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
@@ -86,18 +87,25 @@ def loop_forward(arch, data, W, state, tr, I, floor):
 
 
 @jit(cache=False)
-def loop_forward_backward(data, W, G, state, s_old, tr, gstate, I, floor, scratch, matrices):
-    """RWKV-7: each byte's forward step, then its backward step (one byte's gradient; the
-    matrices' gradients into the rows of the record in turn, as a segment's steps do)."""
+def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor, scratch,
+                          matrices):
+    """Each byte's forward step, then its backward step (one byte's gradient; the matrices'
+    gradients into the rows of the record in turn, as a segment's steps do); arch 0 is
+    RWKV-7, else GDN."""
     rec = matrices[2]
     for t in range(data.shape[0] - 1):
         for i in range(state.shape[0]):
             s_old[i] = state[i]
             gstate[i] = 0.0
-        KR.forward_step(data[t], W, state, tr, I, floor)
         record_into(rec, t % rec[0].shape[0])
-        rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate, I,
-                                     floor, scratch, matrices)
+        if arch == 0:
+            KR.forward_step(data[t], W, state, tr, I, floor)
+            rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
+                                         I, floor, scratch, matrices)
+        else:
+            KG.forward_step(data[t], W, state, tr, I, floor)
+            gdn_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
+                                       I, floor, scratch, matrices)
 
 
 @jit(cache=False)
@@ -604,7 +612,7 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
 
 
 def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
-    """µs a byte of the parts of -7's RWKV-7 TBPTT step, each timed alone on the predictor's
+    """µs a byte of the parts of -7's TBPTT step, each timed alone on the predictor's
     arrays: the backward step (forward and backward of each byte, less the forward), the
     optimizer step once a segment of `bptt` bytes (forming the matrices' gradients from
     the backward's record, and the update; and the update alone), and the twins' refresh."""
@@ -613,18 +621,20 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
     W, I, floor = pred.W, pred.index, PROB_FLOOR
     state, tr = pred.state.copy(), pred.trace.copy()
-    loop_forward(0, buf[:16], W, state, tr, I, floor)
+    arch = ARCHS[recipe.arch][1].arch_id
+    loop_forward(arch, buf[:16], W, state, tr, I, floor)
     t = time.perf_counter()
-    loop_forward(0, buf, W, state, tr, I, floor)
+    loop_forward(arch, buf, W, state, tr, I, floor)
     forward = (time.perf_counter() - t) / len(buf)
     G = np.zeros_like(W)
     s_old, gstate = np.zeros_like(state), np.zeros_like(state)
     rec = pred.training.rec
     matrices = (pred.WT, pred.acc, rec, narrow_sums(recipe.contract))  # as stepper.backward
-    loop_forward_backward(buf[:16], W, G, state, s_old, tr, gstate, I, floor, pred.scratch,
-                          matrices)
+    loop_forward_backward(arch, buf[:16], W, G, state, s_old, tr, gstate, I, floor,
+                          pred.scratch, matrices)
     t = time.perf_counter()
-    loop_forward_backward(buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch, matrices)
+    loop_forward_backward(arch, buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch,
+                          matrices)
     both = (time.perf_counter() - t) / (len(buf) - 1)
     T, scope = recipe.bptt, (pred.R, pred.RV)
     step = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, scope, pred.F.copy(), rec,

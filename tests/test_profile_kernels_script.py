@@ -65,3 +65,22 @@ def test_rwkv7_backward_by_part():
     parts, whole = rows[:len(profile.RWKV7_BACKWARD_PARTS)], rows[-1]["us"]
     assert all(r["us"] > 0 and r["floor_us"] > 0 for r in parts)
     assert 0.3 * whole < sum(r["us"] for r in parts) < 1.5 * whole
+
+
+def test_tbptt_parts_of_either_architecture():
+    """-7's TBPTT step by part on a small network of each architecture (-7 runs a GDN since
+    mix-v54, the levels before it an RWKV-7): every part is measured and positive."""
+    from rwkvzip.net.gdn.model import GdnConfig
+    from rwkvzip.net.rwkv7.model import Rwkv7Config
+    from rwkvzip.recipe import Recipe
+
+    profile = load_script("profile_kernels")
+    data = b"the parts of a training step, on a little text to learn from\n" * 8
+    for arch, model in (("gdn", GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2,
+                                          key_dim=16, value_dim=16, mlp=64)),
+                        ("rwkv7", Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
+                                              a_rank=8, v_rank=8, g_rank=16))):
+        recipe = Recipe(arch=arch, model=model, lr=0.001, bptt=6, ckpt=6)
+        parts = profile.tbptt_parts(recipe, data)
+        assert set(parts) == {"backward", "optimizer", "formation", "twins"}, arch
+        assert all(us > 0 for us in parts.values()), (arch, parts)
