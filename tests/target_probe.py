@@ -34,6 +34,9 @@ TARGETS = {
 }
 TARGET_ISA = {"generic-sse2": "sse2", "haswell-avx2": "avx2"}
 ISA_ORDER = ("sse2", "avx", "avx2", "avx512")  # narrowest first
+# the RWKV-7 of the probe's small recipes
+SMALL_RWKV7 = Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8, a_rank=8, v_rank=8,
+                          g_rank=16)
 PRIOR_CONFIG = GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2, key_dim=16,
                          value_dim=16, conv_kernel=4, mlp=64)
 
@@ -99,8 +102,7 @@ RECIPES = {
                                                         value_heads=2, key_dim=8, value_dim=8,
                                                         conv_kernel=3, mlp=48),
                             optimizer="sgd", lr=0.02, seed=9, bptt=5, ckpt=2),
-    "mix-tbptt-adam": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
-                                               a_rank=8, v_rank=8, g_rank=16),
+    "mix-tbptt-adam": Recipe(model=SMALL_RWKV7,
                              optimizer="adam", lr=0.002, seed=5, bptt=6, ckpt=3, contract=1,
                              mix=MixConfig(table_bits=12, match_bits=14)),
     "gdn-mix-bptt1": Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=1, key_heads=1,
@@ -109,8 +111,7 @@ RECIPES = {
                             optimizer="adam", lr=0.002, seed=6, bptt=1,
                             mix=MixConfig(orders=(1, 2, 3, 0), table_bits=11, match_bits=13)),
     "context-models-alone": Recipe(mix=MixConfig(table_bits=12, match_bits=14, network=False)),
-    "two-selectors-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
-                                                  a_rank=8, v_rank=8, g_rank=16),
+    "two-selectors-mix": Recipe(model=SMALL_RWKV7,
                                 optimizer="adam", lr=0.002, seed=7, bptt=4, ckpt=4,
                                 recompute=False,
                                 mix=MixConfig(orders=(1, 2, 3, 0, 13, 11), table_bits=11,
@@ -136,19 +137,14 @@ RECIPES = {
     "prior-tbptt-mix": Recipe(arch="gdn", model=PRIOR_CONFIG, lr=0.0005, bptt=8, ckpt=8,
                               mix=MixConfig(table_bits=11, match_bits=14)),
     # a frozen RWKV-7 inside the mixer (the entry point of the older default cards)
-    "rwkv7-frozen-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128, decay_rank=8,
-                                                 a_rank=8, v_rank=8, g_rank=16),
+    "rwkv7-frozen-mix": Recipe(model=SMALL_RWKV7,
                                lr=0.0, seed=2, mix=MixConfig(table_bits=11, match_bits=14)),
     # ... and by path coding (the entry point of the default cards mix-v32 ... mix-v51)
-    "rwkv7-frozen-path-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128,
-                                                      decay_rank=8, a_rank=8, v_rank=8,
-                                                      g_rank=16),
+    "rwkv7-frozen-path-mix": Recipe(model=SMALL_RWKV7,
                                     lr=0.0, seed=2, mix=MixConfig(table_bits=11, match_bits=14,
                                                                   path_coding=True)),
     # ... and adapting by TBPTT, by path coding (the entry point of mix-v32 ... mix-v52 at -7)
-    "rwkv7-tbptt-path-mix": Recipe(model=Rwkv7Config(hidden=64, layers=1, ffn=128,
-                                                     decay_rank=8, a_rank=8, v_rank=8,
-                                                     g_rank=16),
+    "rwkv7-tbptt-path-mix": Recipe(model=SMALL_RWKV7,
                                    optimizer="adam", lr=0.002, seed=3, bptt=6, ckpt=6,
                                    mix=MixConfig(table_bits=11, match_bits=14,
                                                  path_coding=True)),
