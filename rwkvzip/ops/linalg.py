@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.mathf import exp_into, sigmoid64
+from rwkvzip.ops.mathf import exp_into
 
 MATVEC_JAM = 8  # inputs that one sweep over y adds in (matvec)
 
@@ -380,7 +380,7 @@ def l2_normalize_backward(x, y, gy, groups, size, min_norm, gx):
 
 
 @jit
-def silu_grad64(x: float) -> float:
-    """d silu(x) / dx = s (1 + x (1 - s)), s = sigmoid(x)."""
-    s = sigmoid64(x)
+def silu_grad(x: float, s: float) -> float:
+    """d silu(x) / dx = s (1 + x (1 - s)) for s = sigmoid64(x), which callers take from one
+    vector pass (mathf.sigmoid_vector) rather than a scalar exp each."""
     return s * (1.0 + x * (1.0 - s))

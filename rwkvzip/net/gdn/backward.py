@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from rwkvzip.net.common import (
     D_C,
     D_L,
@@ -90,9 +92,9 @@ from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     l2_normalize_backward,
     rms_norm_backward,
-    silu_grad64,
+    silu_grad,
 )
-from rwkvzip.ops.mathf import exp64, sigmoid64, silu64, softplus64
+from rwkvzip.ops.mathf import exp64, sigmoid64, sigmoid_vector, softplus64
 
 
 @jit
@@ -259,6 +261,8 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     GB = scratch[o:o + Hv]  # dL/d(x_n Wb)
     o += Hv
     GA = scratch[o:o + Hv]  # dL/d(x_n Wa + dt_bias)
+    # sigmoids of the SiLUs' inputs, float64, one vector pass each (bit for bit sigmoid64)
+    sig = np.empty(max(F, VD, QKV), dtype=np.float64)
 
     # ---- output: bias, LM head, final layer norm (shared with RWKV-7) ----
     head_backward(symbol, W, G, tr, I, floor, GT, GX, matrices)
@@ -274,10 +278,13 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         up = tslice(tr, I, l, S_UP, F)
         act = tslice(tr, I, l, S_ACT, F)
         projection_backward(W, G, I, l, L_DOWN, act, GX, F, C, GUP, matrices)
+        sigmoid_vector(gp, sig[:F])
         for f in range(F):
             ga = GUP[f]
-            GGP[f] = ga * up[f] * silu_grad64(gp[f])
-            GUP[f] = ga * silu64(gp[f])
+            x = gp[f]
+            s = sig[f]
+            GGP[f] = ga * up[f] * silu_grad(x, s)
+            GUP[f] = ga * (x * s)  # silu64(x)
         projection_backward(W, G, I, l, L_GATE, hn, GGP, C, F, GT, matrices)
         projection_backward(W, G, I, l, L_UP, hn, GUP, C, F, GT2, matrices)
         for i in range(C):
@@ -293,9 +300,10 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         z = tslice(tr, I, l, S_Z, VD)
         on = tslice(tr, I, l, S_ON, VD)
         zs = tslice(tr, I, l, S_ZS, VD)
+        sigmoid_vector(z, sig[:VD])
         for i in range(VD):
             gy = GY[i]
-            GZ[i] = gy * on[i] * silu_grad64(z[i])
+            GZ[i] = gy * on[i] * silu_grad(z[i], sig[i])
             GY[i] = gy * zs[i]
             GO[i] = 0.0
         ov = tslice(tr, I, l, S_O, VD)
@@ -347,8 +355,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         l2_normalize_backward(c[0:KD], qn, GQ, Hk, dk, L2_MIN_NORM, GC[0:KD])
         l2_normalize_backward(c[KD:2 * KD], kn, GK, Hk, dk, L2_MIN_NORM, GC[KD:2 * KD])
         cpre = tslice(tr, I, l, S_CPRE, QKV)
+        sigmoid_vector(cpre, sig[:QKV])
         for i in range(QKV):
-            GC[i] = GC[i] * silu_grad64(cpre[i])
+            GC[i] = GC[i] * silu_grad(cpre[i], sig[i])
         qkv = tslice(tr, I, l, S_QKV, QKV)
         conv_backward(mem_old, g_mem, lparam(W, I, l, L_CONV, Kc * QKV),
                       lparam(G, I, l, L_CONV, Kc * QKV), qkv, GC, Kc, QKV, GQKV)
