@@ -149,13 +149,36 @@ def delta_rule_backward(states, inputs, gates, grads, scratch, dk, dv):
     gq, gk, gv = grads
     gd, gu = scratch
     # read-out o = scale S_new^T q: gq[j] += scale sum_i S_new[j, i] go[i]; gS += scale q go^T
-    for j in range(dk):
+    # (four rows side by side only to overlap their sums' dependency chains: each is still
+    # the sequential sum over i, the same bits as one row at a time)
+    j4 = dk - dk % 4
+    for j in range(0, j4, 4):
+        r0 = S_new[j * dv:(j + 1) * dv]
+        r1 = S_new[(j + 1) * dv:(j + 2) * dv]
+        r2 = S_new[(j + 2) * dv:(j + 3) * dv]
+        r3 = S_new[(j + 3) * dv:(j + 4) * dv]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for i in range(dv):
+            gi = go[i]
+            s0 += r0[i] * gi
+            s1 += r1[i] * gi
+            s2 += r2[i] * gi
+            s3 += r3[i] * gi
+        gq[j] += s0 * scale
+        gq[j + 1] += s1 * scale
+        gq[j + 2] += s2 * scale
+        gq[j + 3] += s3 * scale
+    for j in range(j4, dk):
         row = S_new[j * dv:(j + 1) * dv]
-        grow = gS[j * dv:(j + 1) * dv]
         s = 0.0
         for i in range(dv):
             s += row[i] * go[i]
         gq[j] += s * scale
+    for j in range(dk):
+        grow = gS[j * dv:(j + 1) * dv]
         qj = q[j] * scale
         for i in range(dv):
             grow[i] += qj * go[i]
@@ -176,9 +199,45 @@ def delta_rule_backward(states, inputs, gates, grads, scratch, dk, dv):
         gbeta += (v[i] - g * u[i]) * d
         gu[i] = -(beta * g) * d
         gg -= beta * u[i] * d
-    # per key j: gk += sum_i gS delta + S_old gu; gg += <gS, S_old>; dL/dS_old = g gS + k gu^T
-    for j in range(dk):
-        kj = k[j]
+    # per key j: gk += sum_i gS delta + S_old gu; gg += <gS, S_old> (rows in order; four
+    # side by side, as above); then dL/dS_old = g gS + k gu^T
+    for j in range(0, j4, 4):
+        o0 = S_old[j * dv:(j + 1) * dv]
+        o1 = S_old[(j + 1) * dv:(j + 2) * dv]
+        o2 = S_old[(j + 2) * dv:(j + 3) * dv]
+        o3 = S_old[(j + 3) * dv:(j + 4) * dv]
+        g0 = gS[j * dv:(j + 1) * dv]
+        g1 = gS[(j + 1) * dv:(j + 2) * dv]
+        g2 = gS[(j + 2) * dv:(j + 3) * dv]
+        g3 = gS[(j + 3) * dv:(j + 4) * dv]
+        k0 = 0.0
+        k1 = 0.0
+        k2 = 0.0
+        k3 = 0.0
+        t0 = 0.0
+        t1 = 0.0
+        t2 = 0.0
+        t3 = 0.0
+        for i in range(dv):
+            di = delta[i]
+            ui = gu[i]
+            k0 += g0[i] * di + o0[i] * ui
+            k1 += g1[i] * di + o1[i] * ui
+            k2 += g2[i] * di + o2[i] * ui
+            k3 += g3[i] * di + o3[i] * ui
+            t0 += g0[i] * o0[i]
+            t1 += g1[i] * o1[i]
+            t2 += g2[i] * o2[i]
+            t3 += g3[i] * o3[i]
+        gk[j] += k0
+        gk[j + 1] += k1
+        gk[j + 2] += k2
+        gk[j + 3] += k3
+        gg += t0
+        gg += t1
+        gg += t2
+        gg += t3
+    for j in range(j4, dk):
         orow = S_old[j * dv:(j + 1) * dv]
         grow = gS[j * dv:(j + 1) * dv]
         sk = 0.0
@@ -190,6 +249,9 @@ def delta_rule_backward(states, inputs, gates, grads, scratch, dk, dv):
             sg += gs * so
         gk[j] += sk
         gg += sg
+    for j in range(dk):
+        kj = k[j]
+        grow = gS[j * dv:(j + 1) * dv]
         for i in range(dv):
             grow[i] = grow[i] * g + kj * gu[i]
     return gbeta, gg
