@@ -44,11 +44,14 @@ from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     group_norm,
     l2_normalize,
+    l2_normalize_backward,
     layer_norm,
     layer_norm_backward,
     matvec,
     refresh_twins,
     rms_norm,
+    rms_norm_backward,
+    silu_grad,
     softmax_with_floor,
 )
 from rwkvzip.ops.mathf import (
@@ -67,6 +70,8 @@ CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "valu
                                 "key_dim": 16, "value_dim": 16, "mlp": 128}),
            "gdn:64x1": ("gdn", {"hidden": 64, "layers": 1, "key_heads": 2, "value_heads": 4,
                                 "key_dim": 16, "value_dim": 16, "mlp": 384}),
+           "gdn:128x1": ("gdn", {"hidden": 128, "layers": 1, "key_heads": 2, "value_heads": 4,
+                                 "key_dim": 32, "value_dim": 32, "mlp": 768}),
            "gdn:128x2": ("gdn", {"hidden": 128, "layers": 2}),
            "rwkv7:64x1": ("rwkv7", {"hidden": 64, "layers": 1, "ffn": 512}),
            "rwkv7:128x2": ("rwkv7", {"hidden": 128, "layers": 2})}
@@ -173,6 +178,93 @@ def rwkv7_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch,
                 gstate[i] = 0.0
             rwkv7_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
                                          scratch, matrices)
+
+
+@jit(cache=False)
+def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, matrices,
+                      vecs, n):
+    """One part of net/gdn/backward.backward_step, every layer, n times, on the trace of the
+    forward step before (vecs: random vectors standing in for the gradients)."""
+    C = I[KC.D_C]
+    Hk = I[KG.D_HK]
+    Hv = I[KG.D_HV]
+    dk = I[KG.D_DK]
+    dv = I[KG.D_DV]
+    Kc = I[KG.D_KC]
+    F = I[KG.D_F]
+    KD = Hk * dk
+    VD = Hv * dv
+    QKV = 2 * KD + VD
+    DKV = dk * dv
+    g, gx, big, gq, gk, out = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[11]
+    sig = np.empty(max(F, QKV), dtype=np.float64)
+    for _ in range(n):
+        record_into(matrices[2], 0)
+        if part == 0:  # the output layer: logit gradient, head, final norm
+            KC.head_backward(65, W, G, tr, I, floor, scratch[:C], scratch[C:2 * C], matrices)
+        for l in range(I[KC.D_L]):
+            if part == 1:  # the MLP: down, gate and up projections, the SwiGLU's gradient
+                gp = KC.tslice(tr, I, l, KG.S_GP, F)
+                KC.projection_backward(W, G, I, l, KG.L_DOWN, big, g, F, C, big, matrices)
+                sigmoid_vector(gp, sig[:F])
+                for f in range(F):  # into another vector: gradients scaled in place again
+                    out[f] = big[f] * silu_grad(gp[f], sig[f])  # and again turn denormal
+                KC.projection_backward(W, G, I, l, KG.L_GATE, g, out, C, F, gx, matrices)
+                KC.projection_backward(W, G, I, l, KG.L_UP, g, out, C, F, gx, matrices)
+            elif part == 2:  # the mixer's projections: out, z, q|k|v, beta, a
+                KC.projection_backward(W, G, I, l, KG.L_OUT, big, g, VD, C, big, matrices)
+                KC.projection_backward(W, G, I, l, KG.L_Z, g, big, C, VD, gx, matrices)
+                KC.projection_backward(W, G, I, l, KG.L_QKV, g, big, C, QKV, gx, matrices)
+                KC.projection_backward(W, G, I, l, KG.L_B, g, big, C, Hv, gx, matrices)
+                KC.projection_backward(W, G, I, l, KG.L_A, g, big, C, Hv, gx, matrices)
+            elif part == 3:  # the gated delta rule, every value head
+                _, S_o = KG.layer_state(s_old, I, l)
+                _, S_n = KG.layer_state(state, I, l)
+                _, g_S = KG.layer_state(gstate, I, l)
+                for h in range(Hv):
+                    so, lo, klo = h * DKV, h * dv, (h // (Hv // Hk)) * dk
+                    gdn_backward.delta_rule_backward(
+                        (S_o[so:so + DKV], S_n[so:so + DKV], g_S[so:so + DKV]),
+                        (vecs[5][klo:klo + dk], vecs[6][klo:klo + dk], vecs[7][lo:lo + dv],
+                         vecs[8][lo:lo + dv], vecs[9][lo:lo + dv], vecs[10][lo:lo + dv]),
+                        (0.5, 0.9, 0.25), (gq[klo:klo + dk], gk[klo:klo + dk],
+                                           big[lo:lo + dv]),
+                        (scratch[:dv], scratch[dv:2 * dv]), dk, dv)
+            elif part == 4:  # q, k L2 norms, the conv's SiLU, the causal conv
+                mem_old, _ = KG.layer_state(s_old, I, l)
+                g_mem, _ = KG.layer_state(gstate, I, l)
+                c = KC.tslice(tr, I, l, KG.S_C, QKV)
+                l2_normalize_backward(c[0:KD], KC.tslice(tr, I, l, KG.S_QN, KD), gq, Hk, dk,
+                                      KG.L2_MIN_NORM, big[0:KD])
+                l2_normalize_backward(c[KD:2 * KD], KC.tslice(tr, I, l, KG.S_KN, KD), gk, Hk,
+                                      dk, KG.L2_MIN_NORM, big[KD:2 * KD])
+                cpre = KC.tslice(tr, I, l, KG.S_CPRE, QKV)
+                sigmoid_vector(cpre, sig[:QKV])
+                for i in range(QKV):
+                    out[i] = big[i] * silu_grad(cpre[i], sig[i])
+                gdn_backward.conv_backward(mem_old, g_mem, KC.lparam(W, I, l, KG.L_CONV,
+                                                                      Kc * QKV),
+                                           KC.lparam(G, I, l, KG.L_CONV, Kc * QKV),
+                                           KC.tslice(tr, I, l, KG.S_QKV, QKV), out, Kc, QKV,
+                                           gx)
+            elif part == 5:  # norms: post-MLP, the gated per-head norm, the input norm
+                rms_norm_backward(KC.tslice(tr, I, l, KG.S_XMID, C),
+                                  KC.lparam(W, I, l, KG.L_POST_NORM, C), g, KG.RMS_EPS, C, gx,
+                                  KC.lparam(G, I, l, KG.L_POST_NORM, C))
+                o = KC.tslice(tr, I, l, KG.S_O, VD)
+                for h in range(Hv):
+                    lo = h * dv
+                    rms_norm_backward(o[lo:lo + dv], KC.lparam(W, I, l, KG.L_GNORM, dv),
+                                      g[lo:lo + dv], KG.RMS_EPS, dv, big[lo:lo + dv],
+                                      KC.lparam(G, I, l, KG.L_GNORM, dv))
+                rms_norm_backward(KC.tslice(tr, I, l, KG.S_X_IN, C),
+                                  KC.lparam(W, I, l, KG.L_IN_NORM, C), g, KG.RMS_EPS, C, gx,
+                                  KC.lparam(G, I, l, KG.L_IN_NORM, C))
+        if part == 6:  # the whole backward step
+            for i in range(gstate.shape[0]):
+                gstate[i] = 0.0
+            gdn_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
+                                       scratch, matrices)
 
 
 @jit(cache=False)
@@ -426,21 +518,42 @@ def part_flops(arch: str, cfg) -> list[tuple[int, int]]:
             (L * 3 * S, L * VD), (L * 3 * C * F, L * F * 4)]
 
 
-def backward_flops(cfg) -> list[tuple[int, int]]:
-    """(multiply-adds, elementwise ops) a byte of each RWKV-7 backward part: the input
-    gradients' matrix products (the weight gradients are recorded, formed by the optimizer),
-    the WKV step's eleven N² passes a head, the norms' few passes."""
-    L, C, N, FF, V = cfg.layers, cfg.hidden, 64, cfg.ffn, 256
-    lora = C * (cfg.decay_rank + cfg.a_rank + cfg.g_rank) * 2
-    lora_v = C * cfg.v_rank * 2 * (L - 1)
-    return [(C * V, 4 * V + 10 * C), (L * 2 * C * FF, L * FF), (L * 4 * C * C, 0),
-            (L * lora + lora_v, 0), (L * 11 * C * N, 0), (0, (3 * L + 1) * 10 * C)]
+GDN_BACKWARD_PARTS = ["backward: output layer (logit gradient, head, final norm)",
+                      "backward: MLP projections (down, gate, up) and the SwiGLU's gradient",
+                      "backward: mixer projections (out, z, q|k|v, beta, a)",
+                      "backward: gated delta rule (every value head)",
+                      "backward: q, k L2 norms, SiLU and causal conv",
+                      "backward: norms (post-MLP, gated per head, input)"]
 
 
-def profile_rwkv7_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list[dict]:
-    """The RWKV-7 backward step by part, on -7's settings (numeric contract 2, the matrices'
+def backward_flops(arch: str, cfg) -> list[tuple[int, int]]:
+    """(multiply-adds, elementwise ops) a byte of each backward part, in the backward part
+    tables' order: the input gradients' matrix products (the weight gradients are recorded,
+    formed by the optimizer) and the recurrences' passes; the norms' few passes."""
+    L, C, V = cfg.layers, cfg.hidden, 256
+    head = (C * V, 4 * V + 10 * C)
+    if arch == "rwkv7":
+        N, FF = 64, cfg.ffn
+        lora = C * (cfg.decay_rank + cfg.a_rank + cfg.g_rank) * 2
+        lora_v = C * cfg.v_rank * 2 * (L - 1)
+        return [head, (L * 2 * C * FF, L * FF), (L * 4 * C * C, 0), (L * lora + lora_v, 0),
+                (L * 11 * C * N, 0), (0, (3 * L + 1) * 10 * C)]
+    F, QKV, VD, KD = cfg.mlp, cfg.qkv_dim, cfg.value_total, cfg.key_total
+    S = cfg.value_heads * cfg.key_dim * cfg.value_dim
+    return [head, (L * 3 * C * F, L * 6 * F),
+            (L * C * (2 * VD + QKV + 2 * cfg.value_heads), 0),
+            (L * 7 * S, L * 6 * VD), (L * 2 * cfg.conv_kernel * QKV, L * (8 * KD + 6 * QKV)),
+            (0, L * (2 * C + VD) * 8)]
+
+
+def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list[dict]:
+    """The backward step by part, on -7's settings (numeric contract 2, the matrices'
     output-major twins, their gradients recorded), after a forward over `data`."""
     I = model.index
+    arch = "rwkv7" if model.arch_id == 0 else "gdn"
+    kernel, labels, module = ((rwkv7_backward_part, RWKV7_BACKWARD_PARTS, rwkv7_backward)
+                              if arch == "rwkv7" else
+                              (gdn_backward_part, GDN_BACKWARD_PARTS, gdn_backward))
     table = model.layout.twin_table()
     WT = np.zeros_like(W)
     refresh_twins(W, WT, table)
@@ -448,27 +561,25 @@ def profile_rwkv7_backward(model, W, state, tr, data: np.ndarray, peak: float) -
                 narrow_sums(2))
     G = np.zeros_like(W)
     s_old = state.copy()
-    loop_forward(0, data[-1:], W, state, tr, I, PROB_FLOOR)
+    loop_forward(model.arch_id, data[-1:], W, state, tr, I, PROB_FLOOR)
     gstate = np.zeros_like(state)
-    scratch = np.zeros(rwkv7_backward.backward_scratch_size(I), np.float32)
+    scratch = np.zeros(module.backward_scratch_size(I), np.float32)
     rng = np.random.default_rng(3)
-    size = max(int(I[KR.D_I]), int(I[KC.D_C]))
+    cfg = model.cfg  # the widest vector any part takes
+    size = cfg.hidden + (cfg.ffn if arch == "rwkv7" else cfg.mlp + cfg.qkv_dim)
     vecs = tuple((0.1 * rng.standard_normal(size)).astype(np.float32) for _ in range(16))
+    flops = backward_flops(arch, model.cfg)
     rows, total = [], 0.0
-    for k, (label, (macs, elems)) in enumerate(zip(RWKV7_BACKWARD_PARTS,
-                                                   backward_flops(model.cfg), strict=True)):
-        us = timed(lambda n, k=k: rwkv7_backward_part(
-            k, W, G, s_old, state, tr, gstate.copy(), I, PROB_FLOOR, scratch, matrices,
-            vecs, n)) * 1e6
+    for k, (label, (macs, elems)) in enumerate(zip(labels, flops, strict=True)):
+        us = timed(lambda n, k=k: kernel(k, W, G, s_old, state, tr, gstate.copy(), I,
+                                         PROB_FLOOR, scratch, matrices, vecs, n)) * 1e6
         total += us
         rows.append(row(label, us, 2 * macs + elems, peak))
-    whole = timed(lambda n: rwkv7_backward_part(len(RWKV7_BACKWARD_PARTS), W, G, s_old,
-                                                state, tr, gstate, I, PROB_FLOOR, scratch,
-                                                matrices, vecs, n)) * 1e6
-    flops = sum(2 * m + e for m, e in backward_flops(model.cfg))
+    whole = timed(lambda n: kernel(len(labels), W, G, s_old, state, tr, gstate, I,
+                                   PROB_FLOOR, scratch, matrices, vecs, n)) * 1e6
     rows.append(row("backward: element-wise, and what the parts lose together in the caches "
                     "(the whole step less the parts)", whole - total, 0, peak))
-    rows.append(row("whole backward step", whole, flops, peak))
+    rows.append(row("whole backward step", whole, sum(2 * m + e for m, e in flops), peak))
     return rows
 
 
@@ -522,8 +633,7 @@ def profile_network(name: str, peak: float, data: np.ndarray) -> dict:
     rows.append(row("  of which softmax (exp of 256)", us, 4 * V, peak))
     total_flops = sum(2 * m + e for m, e in part_flops(arch, cfg)) + 2 * C * V + 8 * V
     rows.append(row("whole forward step", forward_us, total_flops, peak))
-    if arch == "rwkv7":
-        rows += profile_rwkv7_backward(model, W, state, tr, data, peak)
+    rows += profile_backward(model, W, state, tr, data, peak)
     return {"config": name, "parameters": model.layout.size, "rows": rows}
 
 

@@ -1,4 +1,5 @@
-"""Smoke test of scripts/profile_kernels.py: the network parts of a small GDN, with the table."""
+"""Smoke test of scripts/profile_kernels.py: the network parts of a small GDN, forward and
+backward, with the table."""
 
 from __future__ import annotations
 
@@ -17,12 +18,20 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
     profile.main([str(text), "--configs", "gdn:32x1", "--no-levels", "--json", str(out)])
     report = json.loads(out.read_text())
     rows = report["networks"][0]["rows"]
-    assert [r["part"] for r in rows[:len(profile.GDN_PARTS)]] == profile.GDN_PARTS
-    assert all(r["us"] > 0 and r["floor_us"] > 0 for r in rows)
-    whole = rows[-1]
-    assert whole["part"] == "whole forward step"
+    names = [r["part"] for r in rows]
+    assert names[:len(profile.GDN_PARTS)] == profile.GDN_PARTS
+    end = names.index("whole forward step")
+    forward, whole = rows[:end], rows[end]
+    assert all(r["us"] > 0 and r["floor_us"] > 0 for r in forward + [whole])
     # the parts are the forward's own work: together about the whole step, not far off
-    assert 0.5 * whole["us"] < sum(r["us"] for r in rows[:-2]) < 2.0 * whole["us"]
+    assert 0.5 * whole["us"] < sum(r["us"] for r in forward[:-1]) < 2.0 * whole["us"]
+    # then the GDN's backward step by part, and the whole backward step
+    backward = rows[end + 1:]
+    assert names[end + 1:end + 1 + len(profile.GDN_BACKWARD_PARTS)] == profile.GDN_BACKWARD_PARTS
+    assert backward[-1]["part"] == "whole backward step"
+    parts = backward[:len(profile.GDN_BACKWARD_PARTS)]
+    assert all(r["us"] > 0 and r["floor_us"] > 0 for r in parts)
+    assert 0.3 * backward[-1]["us"] < sum(r["us"] for r in parts) < 1.5 * backward[-1]["us"]
     assert "× floor" in capsys.readouterr().out
 
 
@@ -58,7 +67,7 @@ def test_rwkv7_backward_by_part():
     state = np.zeros(model.state_size, dtype=np.float32)
     tr = np.zeros(model.trace_size, dtype=np.float32)
     data = np.frombuffer(b"a backward step by part, on a little text " * 4, np.uint8)
-    rows = profile.profile_rwkv7_backward(model, W, state, tr, data.astype(np.int64), 25.0)
+    rows = profile.profile_backward(model, W, state, tr, data.astype(np.int64), 25.0)
     names = [r["part"] for r in rows]
     assert names[:len(profile.RWKV7_BACKWARD_PARTS)] == profile.RWKV7_BACKWARD_PARTS
     assert names[-1] == "whole backward step"
