@@ -291,8 +291,10 @@ def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
     The statistics are recomputed exactly as the forward computed them (float64, index order).
     """
     mean = 0.0
-    for i in range(n):
+    sum_g = 0.0
+    for i in range(n):  # two independent sums side by side, each in index order
         mean += x[i]
+        sum_g += gy[i] * w[i]
     mean /= n
     var = 0.0
     for i in range(n):
@@ -300,13 +302,10 @@ def layer_norm_backward(x, w, gy, eps, n, gx, Gw, Gb):
         var += d * d
     var /= n
     inv = 1.0 / math.sqrt(var + eps)
-    sum_g = 0.0
     sum_gx = 0.0
     for i in range(n):
         xhat = (x[i] - mean) * inv
-        gw = gy[i] * w[i]
-        sum_g += gw
-        sum_gx += gw * xhat
+        sum_gx += (gy[i] * w[i]) * xhat
         Gw[i] += gy[i] * xhat
         Gb[i] += gy[i]
     sum_g /= n
@@ -336,14 +335,13 @@ def rms_norm_backward(x, w, gy, eps, n, gx, Gw):
     gw = gy * w. The statistic is recomputed exactly as rms_norm computed it.
     """
     ss = 0.0
-    for i in range(n):
+    dot = 0.0
+    for i in range(n):  # the two sums side by side, each in index order
         xi = x[i]
         ss += xi * xi
+        dot += (gy[i] * w[i]) * xi
     inv = 1.0 / math.sqrt(ss / n + eps)
-    dot = 0.0
     for i in range(n):
-        gw = gy[i] * w[i]
-        dot += gw * x[i]
         Gw[i] += gy[i] * (x[i] * inv)
     c = dot * inv * inv * inv / n
     for i in range(n):
