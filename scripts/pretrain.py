@@ -92,8 +92,20 @@ SOURCES_V3 = [replace(s, cap=16 * MiB) if s.name == "gcide" else s for s in SOUR
 SOURCE_SETS = {"v2": SOURCES_V2, "v3": SOURCES_V3}
 
 
+LOG_FILE: list[Path] = []  # the run's WORK/NAME.log, once `train` has named it
+
+
 def log(msg: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+    """A timestamped line on stdout and, during `train`, appended to the run's log."""
+    line = f"{time.strftime('%H:%M:%S')} {msg}"
+    print(line, flush=True)
+    for path in LOG_FILE:
+        with path.open("a") as f:
+            f.write(line + "\n")
+
+
+def log_to(path: Path) -> None:
+    LOG_FILE[:] = [path]
 
 
 # ---------------------------------------------------------------- corpus
@@ -266,7 +278,8 @@ def run_paths(work: Path, name: str) -> tuple[Path, Path, Path]:
 
 def cmd_train(a: argparse.Namespace) -> None:
     docs, man = corp.load(a.corpus)
-    ckpt, info_path, _ = run_paths(Path(a.work), a.name)
+    ckpt, info_path, log_path = run_paths(Path(a.work), a.name)
+    log_to(log_path)
     # resuming: the run's own recipe, with a new learning-rate schedule if one is given
     recipe = (training.checkpoint_recipe(ckpt) if ckpt.exists()
               else pretrain_recipe(a.arch, a.set))
@@ -301,9 +314,9 @@ def cmd_train_torch(a: argparse.Namespace) -> None:
 
     torch.set_num_threads(a.threads)
     docs, man = corp.load(a.corpus)
-    work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    ckpt, info_path = work / f"{a.name}.torch.pt", work / f"{a.name}.json"
+    _, info_path, log_path = run_paths(Path(a.work), a.name)
+    ckpt = Path(a.work) / f"{a.name}.torch.pt"
+    log_to(log_path)
     if ckpt.exists():
         recipe = Recipe.from_dict(torchnet.load_run(ckpt)["extra"]["recipe"])
     else:

@@ -40,6 +40,8 @@ def test_pretrain_trains_resumes_and_exports(pretrain, tmp_path, capsys):
     assert info["manifest"] == man["digest"] and info["bytes_trained"] == man["train_bytes"]
     pretrain.main(["train", *args, "--epochs", "2"])  # resumes: one more epoch
     assert "resumed at epoch 1" in capsys.readouterr().out
+    run_log = (work / "t.log").read_text()  # both runs' lines, appended
+    assert run_log.count("; validation {") == 2 and "resumed at epoch 1" in run_log
     out = tmp_path / "t.safetensors"
     pretrain.main(["export", *args, "-o", str(out)])
     p = priors.load_prior(out)
