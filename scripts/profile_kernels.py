@@ -83,6 +83,14 @@ CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "valu
 
 
 @jit(cache=False)
+def gdn_dims(I):
+    """A GDN's sizes from its index table: (C, Hk, Hv, dk, dv, Kc, F, KD, VD, QKV)."""
+    Hk, Hv, dk, dv = I[KG.D_HK], I[KG.D_HV], I[KG.D_DK], I[KG.D_DV]
+    KD, VD = Hk * dk, Hv * dv
+    return I[KC.D_C], Hk, Hv, dk, dv, I[KG.D_KC], I[KG.D_F], KD, VD, 2 * KD + VD
+
+
+@jit(cache=False)
 def loop_forward(arch, data, W, state, tr, I, floor):
     for t in range(data.shape[0]):
         if arch == 0:
@@ -185,16 +193,7 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
                       vecs, n):
     """One part of net/gdn/backward.backward_step, every layer, n times, on the trace of the
     forward step before (vecs: random vectors standing in for the gradients)."""
-    C = I[KC.D_C]
-    Hk = I[KG.D_HK]
-    Hv = I[KG.D_HV]
-    dk = I[KG.D_DK]
-    dv = I[KG.D_DV]
-    Kc = I[KG.D_KC]
-    F = I[KG.D_F]
-    KD = Hk * dk
-    VD = Hv * dv
-    QKV = 2 * KD + VD
+    C, Hk, Hv, dk, dv, Kc, F, KD, VD, QKV = gdn_dims(I)
     DKV = dk * dv
     g, gx, big, gq, gk, out = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[11]
     sig = np.empty(max(F, QKV), dtype=np.float64)
@@ -399,16 +398,7 @@ def rwkv7_part(part, W, state, tr, I, n):
 @jit(cache=False)
 def gdn_part(part, W, state, tr, I, n):
     """One part of net/gdn/forward.forward_step, every layer, n times."""
-    C = I[KC.D_C]
-    Hk = I[KG.D_HK]
-    Hv = I[KG.D_HV]
-    dk = I[KG.D_DK]
-    dv = I[KG.D_DV]
-    Kc = I[KG.D_KC]
-    F = I[KG.D_F]
-    KD = Hk * dk
-    VD = Hv * dv
-    QKV = 2 * KD + VD
+    C, Hk, Hv, dk, dv, Kc, F, KD, VD, QKV = gdn_dims(I)
     act64 = np.empty(F, dtype=np.float64)
     for _ in range(n):
         for l in range(I[KC.D_L]):
