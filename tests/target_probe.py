@@ -148,11 +148,12 @@ RECIPES = {
                                    optimizer="adam", lr=0.002, seed=3, bptt=6, ckpt=6,
                                    mix=MixConfig(table_bits=11, match_bits=14,
                                                  path_coding=True)),
-    # the levels' cards with their shipped priors (frozen GDNs at -4 and the default, a GDN
-    # adapting by TBPTT at -7)
+    # the levels' cards with their shipped priors (frozen GDNs at -4, the default and -7, a
+    # GDN adapting by TBPTT at -9)
     "level-4-shipped-prior": level_recipe(4),
     "level-6-shipped-prior": level_recipe(6),
     "level-7-shipped-prior": level_recipe(7),
+    "level-9-shipped-prior": level_recipe(9),
 }
 
 

@@ -206,8 +206,8 @@ def test_levels(sample, tmp_path):
     assert card_id("-9") == card_id("--best") == preset_by_name(LEVELS[9]).id
     assert card_id() == card_id(f"-{DEFAULT_LEVEL}") == preset_by_name(LEVELS[DEFAULT_LEVEL]).id
     assert card_id("-9", "-1") == preset_by_name(LEVELS[1]).id  # the last level wins
-    assert card_id("-7", "--hidden", "128") == 0  # spelled out: level 7 with another model
-    out = rwkvzip("-c", "-7", "--hidden", "128", "--seed", "9", "--optimizer", "sgd", input=b"x")
+    assert card_id("-9", "--hidden", "64") == 0  # spelled out: level 9 with another model
+    out = rwkvzip("-c", "-9", "--hidden", "64", "--seed", "9", "--optimizer", "sgd", input=b"x")
     assert b'"seed":9' in out.stdout and b'"optimizer":"sgd"' in out.stdout
     # a setting the level does not use is refused, not written into the header
     assert_clean_error(rwkvzip("-c", "-1", "--hidden", "128", input=b"x"), "does not apply")

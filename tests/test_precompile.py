@@ -49,7 +49,7 @@ def test_which_part_the_helper_takes():
     """The backward step when the network learns (the main process reaches it last), else
     the mixing; nothing for count models or mixing without a network (the main process
     would compile the same kernels at the same time): no helper is then started."""
-    assert precompile.learns_by_backward(level_recipe(7))
+    assert precompile.learns_by_backward(level_recipe(9))
     assert not precompile.learns_by_backward(DEFAULT)  # a frozen prior
     assert not precompile.learns_by_backward(level_recipe(1))
     for recipe in (level_recipe(1), replace(DEFAULT, mix=replace(DEFAULT.mix, network=False))):
