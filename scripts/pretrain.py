@@ -4,6 +4,7 @@
     python scripts/pretrain.py train --corpus DIR --name NAME --arch rwkv7 \
         --set hidden=64,layers=1 --time SECONDS [--epochs N] [--work DIR]
     python scripts/pretrain.py export --corpus DIR --name NAME [--work DIR] -o FILE
+    python scripts/pretrain.py shrink --from PRIOR --mlp N --name NAME [--work DIR]
 
 The corpus comes only from what a fresh machine can install (DESIGN.md, "Learned
 priors"): the Debian packages and PyPI releases pinned in SOURCE_SETS below, never evaluation
@@ -21,7 +22,9 @@ Adam) over the training documents for many epochs, each from a zero state, in th
 background if you like (`nohup ... &`): it logs to WORK/NAME.log and checkpoints to
 WORK/NAME.ckpt.npz every few minutes, and a second `train` with the same name resumes.
 `export` writes the prior file, then reloads it and checks that the numba forward gives
-the trainer's validation loss (within 0.5 %).
+the trainer's validation loss (within 0.5 %). `shrink` starts a torch run from a GDN prior
+with a narrower MLP (its N strongest units kept): a faster network that inherits the
+prior's training, for `train --trainer torch --name NAME` to fine-tune.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 from harness import CORPUS, ROOT
 
 from rwkvzip import corpus as corp
@@ -96,7 +100,7 @@ LOG_FILE: list[Path] = []  # the run's WORK/NAME.log, once `train` has named it
 
 
 def log(msg: str) -> None:
-    """A timestamped line on stdout and, during `train`, appended to the run's log."""
+    """A timestamped line on stdout and, during `train` and `shrink`, appended to the run's log."""
     line = f"{time.strftime('%H:%M:%S')} {msg}"
     print(line, flush=True)
     for path in LOG_FILE:
@@ -357,6 +361,57 @@ def trained_weights(work: Path, name: str, info: dict, recipe: Recipe):
     return predictor.model, avg if info.get("averaged") else predictor.W
 
 
+def shrink_mlp(model, W, units: int):
+    """(model, weights) of a GDN with its MLP cut to the `units` hidden units whose gate, up
+    and down weights have the largest product of norms, kept in their order."""
+    if model.arch != "gdn":
+        sys.exit(f"shrink: only a GDN prior has an MLP to narrow, not {model.arch}")
+    if not 0 < units < model.cfg.mlp:
+        sys.exit(f"shrink: --mlp must be below the prior's {model.cfg.mlp}")
+    small = type(model)(replace(model.cfg, mlp=units))
+    tensors = model.layout.tensors(W)
+    W2 = np.zeros(small.layout.size, dtype=np.float32)
+    for name, value in tensors.items():
+        if ".mlp." not in name:
+            small.layout.set(W2, name, value)
+    for layer in range(model.cfg.layers):
+        p = f"model.layers.{layer}.mlp."
+        gate, up = tensors[p + "gate_proj.weight"], tensors[p + "up_proj.weight"]
+        down = tensors[p + "down_proj.weight"]
+        score = (np.linalg.norm(gate, axis=1) * np.linalg.norm(up, axis=1)
+                 * np.linalg.norm(down, axis=0))
+        keep = np.sort(np.argsort(-score, kind="stable")[:units])
+        small.layout.set(W2, p + "gate_proj.weight", gate[keep])
+        small.layout.set(W2, p + "up_proj.weight", up[keep])
+        small.layout.set(W2, p + "down_proj.weight", down[:, keep])
+    return small, W2
+
+
+def cmd_shrink(a: argparse.Namespace) -> None:
+    """A torch run's first checkpoint (no steps taken, fresh AdamW) from a shrunk prior."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torchnet
+
+    ckpt = Path(a.work) / f"{a.name}.torch.pt"
+    if ckpt.exists():
+        sys.exit(f"shrink: {ckpt} exists (a run of that name has started)")
+    _, _, log_path = run_paths(Path(a.work), a.name)
+    log_to(log_path)
+    prior = priors.load_prior(a.source)
+    model, W = shrink_mlp(prior.model, np.array(prior.W), a.mlp)
+    settings = ",".join(f"{k}={v}" for k, v in model.cfg.to_dict().items())
+    recipe = pretrain_recipe(model.arch, settings)
+    net = torchnet.make_net(model, W)
+    opt = torch.optim.AdamW(list(net.parameters()))
+    torchnet.save_run(ckpt, net, opt, torchnet.Progress(),
+                      {"recipe": recipe.to_dict(), "shrunk_from": prior.digest})
+    log(f"{a.name}: {prior.name} ({priors.short(prior.digest)}) with its MLP cut "
+        f"{prior.model.cfg.mlp} -> {a.mlp}, {model.layout.size:,} parameters; train it with "
+        f"`train --trainer torch --name {a.name}`")
+
+
 def cmd_export(a: argparse.Namespace) -> None:
     docs, man = corp.load(a.corpus)
     work = Path(a.work)
@@ -419,6 +474,11 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--window", type=int, default=128, help="torch: bytes of BPTT a step")
     t.add_argument("--threads", type=int, default=1, help="torch: CPU threads")
     sub.choices["export"].add_argument("-o", "--output", required=True)
+    s = sub.add_parser("shrink", help="start a torch run from a GDN prior with a narrower MLP")
+    s.add_argument("--from", dest="source", required=True, help="the prior file")
+    s.add_argument("--mlp", type=int, required=True, help="MLP units to keep")
+    s.add_argument("--name", required=True, help="run name (checkpoint, log, info)")
+    s.add_argument("--work", default=str(ROOT / "build" / "pretrain"))
     a = ap.parse_args(argv)
     if a.cmd == "corpus":
         build_corpus(Path(a.out), a.install, a.cap_scale, a.sources)
@@ -426,6 +486,8 @@ def main(argv: list[str] | None = None) -> None:
         if a.time is None and a.epochs is None:
             ap.error("give --time or --epochs")
         cmd_train_torch(a) if a.trainer == "torch" else cmd_train(a)
+    elif a.cmd == "shrink":
+        cmd_shrink(a)
     else:
         cmd_export(a)
 

@@ -126,3 +126,44 @@ def test_pretrain_torch_trains_resumes_and_exports(tmp_path, capsys):
     assert p.training["trainer"]["tool"] == "torch"
     assert p.metadata[priors.KEY_MANIFEST] == man["digest"]
     assert "reproduce" not in capsys.readouterr().out
+
+
+def test_pretrain_shrink_starts_a_narrower_run_from_a_prior(tmp_path, capsys):
+    """`shrink` keeps the MLP units with the strongest weights, in order, and everything else
+    as it was; the run it starts trains and exports like any other."""
+    pretrain = load_script("pretrain")
+    tiny_corpus(tmp_path / "corpus")
+    work = tmp_path / "work"
+    recipe = pretrain.pretrain_recipe("gdn", GDN_TINY)
+    model = recipe.build_model()
+    W = model.init_params(3)
+    weak = [1, 4, 30]  # units whose down weights are zero: the ones to drop
+    down = model.layout.get(W, "model.layers.0.mlp.down_proj.weight")
+    down[:, weak] = 0.0
+    model.layout.set(W, "model.layers.0.mlp.down_proj.weight", down)
+    src = tmp_path / "src.safetensors"
+    priors.save_prior(src, model, W, "0" * 64, {})
+    args = ["--name", "s", "--work", str(work)]
+    pretrain.main(["shrink", "--from", str(src), "--mlp", "29", *args])
+    run = torch.load(work / "s.torch.pt", weights_only=False)
+    small = Recipe.from_dict(run["extra"]["recipe"]).build_model()
+    assert small.cfg.mlp == 29 and small.cfg.hidden == model.cfg.hidden
+    kept = [u for u in range(32) if u not in weak]
+    for name in ("gate_proj", "up_proj"):
+        full = model.layout.get(W, f"model.layers.0.mlp.{name}.weight")
+        assert np.array_equal(small.layout.get(run["W"], f"model.layers.0.mlp.{name}.weight"),
+                              full[kept])
+    attn = "model.layers.0.linear_attn.in_proj_qkv.weight"
+    assert np.array_equal(small.layout.get(run["W"], attn), model.layout.get(W, attn))
+    with pytest.raises(SystemExit, match="exists"):
+        pretrain.main(["shrink", "--from", str(src), "--mlp", "29", *args])
+    with pytest.raises(SystemExit, match="below"):
+        pretrain.main(["shrink", "--from", str(src), "--mlp", "32", "--name", "t",
+                       "--work", str(work)])
+    corpus_args = ["--corpus", str(tmp_path / "corpus"), *args]
+    pretrain.main(["train", *corpus_args, "--trainer", "torch", "--batch", "4", "--window",
+                   "32", "--time", "2"])
+    assert "resumed at 0 bytes" in capsys.readouterr().out
+    out = tmp_path / "s.safetensors"
+    pretrain.main(["export", *corpus_args, "-o", str(out)])
+    assert priors.load_prior(out).model.cfg.mlp == 29
