@@ -308,14 +308,20 @@ def cmd_train(a: argparse.Namespace) -> None:
     info_path.write_text(json.dumps(info, indent=1) + "\n")
 
 
-def cmd_train_torch(a: argparse.Namespace) -> None:
-    """The batched trainer (scripts/torchnet.py): many documents side by side, TBPTT over
-    windows, AdamW with a cosine rate; needs PyTorch (pip install torch)."""
+def import_torchnet():
+    """(torch, scripts/torchnet.py), imported under the name its numba cache knows."""
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torchnet
 
+    return torch, torchnet
+
+
+def cmd_train_torch(a: argparse.Namespace) -> None:
+    """The batched trainer (scripts/torchnet.py): many documents side by side, TBPTT over
+    windows, AdamW with a cosine rate; needs PyTorch (pip install torch)."""
+    torch, torchnet = import_torchnet()
     torch.set_num_threads(a.threads)
     docs, man = corp.load(a.corpus)
     _, info_path, log_path = run_paths(Path(a.work), a.name)
@@ -389,11 +395,7 @@ def shrink_mlp(model, W, units: int):
 
 def cmd_shrink(a: argparse.Namespace) -> None:
     """A torch run's first checkpoint (no steps taken, fresh AdamW) from a shrunk prior."""
-    import torch
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import torchnet
-
+    torch, torchnet = import_torchnet()
     ckpt = Path(a.work) / f"{a.name}.torch.pt"
     if ckpt.exists():
         sys.exit(f"shrink: {ckpt} exists (a run of that name has started)")
@@ -401,8 +403,7 @@ def cmd_shrink(a: argparse.Namespace) -> None:
     log_to(log_path)
     prior = priors.load_prior(a.source)
     model, W = shrink_mlp(prior.model, np.array(prior.W), a.mlp)
-    settings = ",".join(f"{k}={v}" for k, v in model.cfg.to_dict().items())
-    recipe = pretrain_recipe(model.arch, settings)
+    recipe = replace(pretrain_recipe(model.arch, ""), model=model.cfg)
     net = torchnet.make_net(model, W)
     opt = torch.optim.AdamW(list(net.parameters()))
     torchnet.save_run(ckpt, net, opt, torchnet.Progress(),
