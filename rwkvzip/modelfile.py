@@ -25,13 +25,16 @@ from rwkvzip.recipe import ARCHS
 
 
 def model_bytes(model, W: np.ndarray, extra: dict[str, str] | None = None,
-                more: dict[str, np.ndarray] | None = None) -> bytes:
+                more: dict[str, np.ndarray] | None = None, bf16_matrices: bool = False) -> bytes:
     """A safetensors file: weights in file orientation (and the tensors in `more`);
-    architecture, config (and `extra`) in the metadata."""
+    architecture, config (and `extra`) in the metadata. With `bf16_matrices` the matrices
+    are stored as BF16 (they must be bfloat16 values: ops/bf16.py, round_matrices)."""
     metadata = {ARCH_METADATA_KEY: model.arch,
                 CONFIG_METADATA_KEY: json.dumps(model.cfg.to_dict(), sort_keys=True),
                 **(extra or {})}
-    return safetensors_bytes({**model.layout.tensors(W), **(more or {})}, metadata)
+    bf16 = frozenset(s.name for s in model.layout.specs
+                     if bf16_matrices and s.input_major_matrix)
+    return safetensors_bytes({**model.layout.tensors(W), **(more or {})}, metadata, bf16)
 
 
 def save_model(path: str | Path, model, W: np.ndarray) -> None:

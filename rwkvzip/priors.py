@@ -119,8 +119,10 @@ def load_prior(source: str | Path | bytes | Prior) -> Prior:
 
 
 def prior_bytes(model, W: np.ndarray, manifest_digest: str, training: dict,
-                dictionary: bytes = b"") -> bytes:
-    """The bytes of a prior file (its SHA-256 is its identity); with a dictionary, format 2."""
+                dictionary: bytes = b"", bf16_matrices: bool = False) -> bytes:
+    """The bytes of a prior file (its SHA-256 is its identity); with a dictionary, format 2;
+    with `bf16_matrices`, matrices that are bfloat16 values stored as BF16 (half the
+    bytes; the codec then runs a frozen network from a bfloat16 copy, ops/bf16.py)."""
     W = np.ascontiguousarray(W, dtype=np.float32)
     if not np.all(np.isfinite(W)):
         raise PriorError("refusing to save non-finite weights")
@@ -135,13 +137,16 @@ def prior_bytes(model, W: np.ndarray, manifest_digest: str, training: dict,
     if dictionary:
         extra[KEY_DICTIONARY] = hashlib.sha256(dictionary).hexdigest()
         more[DICTIONARY_TENSOR] = np.frombuffer(dictionary, dtype=np.uint8)
-    return model_bytes(model, W, extra, more)
+    try:
+        return model_bytes(model, W, extra, more, bf16_matrices)
+    except ValueError as exc:
+        raise PriorError(str(exc)) from None
 
 
 def save_prior(path: str | Path, model, W: np.ndarray, manifest_digest: str,
-               training: dict, dictionary: bytes = b"") -> str:
+               training: dict, dictionary: bytes = b"", bf16_matrices: bool = False) -> str:
     """Write a prior file; returns its digest."""
-    data = prior_bytes(model, W, manifest_digest, training, dictionary)
+    data = prior_bytes(model, W, manifest_digest, training, dictionary, bf16_matrices)
     Path(path).write_bytes(data)
     return hashlib.sha256(data).hexdigest()
 

@@ -5,6 +5,7 @@
         --set hidden=64,layers=1 --time SECONDS [--epochs N] [--work DIR]
     python scripts/pretrain.py export --corpus DIR --name NAME [--work DIR] -o FILE
     python scripts/pretrain.py shrink --from PRIOR --mlp N --name NAME [--work DIR]
+    python scripts/pretrain.py bf16 --from PRIOR -o FILE [--corpus DIR]
 
 The corpus comes only from what a fresh machine can install (DESIGN.md, "Learned
 priors"): the Debian packages and PyPI releases pinned in SOURCE_SETS below, never evaluation
@@ -24,7 +25,9 @@ WORK/NAME.ckpt.npz every few minutes, and a second `train` with the same name re
 `export` writes the prior file, then reloads it and checks that the numba forward gives
 the trainer's validation loss (within 0.5 %). `shrink` starts a torch run from a GDN prior
 with a narrower MLP (its N strongest units kept): a faster network that inherits the
-prior's training, for `train --trainer torch --name NAME` to fine-tune.
+prior's training, for `train --trainer torch --name NAME` to fine-tune. `bf16` rounds a
+prior's matrices to bfloat16 and stores them so: a frozen network then runs from a copy half
+the size (rwkvzip/ops/bf16.py), with the same bits.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from harness import CORPUS, ROOT
 
 from rwkvzip import corpus as corp
 from rwkvzip import priors, training
+from rwkvzip.ops.bf16 import round_matrices
 from rwkvzip.recipe import ARCHS, Recipe, parse_settings, with_overrides
 
 EVAL_CORPUS = CORPUS
@@ -413,6 +417,28 @@ def cmd_shrink(a: argparse.Namespace) -> None:
         f"`train --trainer torch --name {a.name}`")
 
 
+def cmd_bf16(a: argparse.Namespace) -> None:
+    """The prior with its matrices rounded to bfloat16 (nearest, ties to even) and stored
+    so: half the bytes, and a frozen network then runs from a bfloat16 copy of them
+    (rwkvzip/ops/bf16.py), with the same bits as from float32. The vectors stay float32.
+    With --corpus, the validation bpb before and after, by the numba forward."""
+    prior = priors.load_prior(a.source)
+    W = round_matrices(np.array(prior.W), prior.model.layout.twin_table())
+    info = {k: v for k, v in prior.training.items() if k != "rwkvzip"}  # save adds its own
+    info["bf16_from"] = prior.digest
+    digest = priors.save_prior(a.output, prior.model, W, prior.metadata[priors.KEY_MANIFEST],
+                               info, prior.dictionary, bf16_matrices=True)
+    log(f"{a.output}: {prior.name} ({priors.short(prior.digest)}) with its matrices in "
+        f"bfloat16: {priors.short(digest)}, {Path(a.output).stat().st_size:,} bytes")
+    if a.corpus:
+        docs, _ = corp.load(a.corpus)
+        val = validation(docs)
+        recipe = replace(pretrain_recipe(prior.model.arch, ""), model=prior.model.cfg)
+        before = training.evaluate(replace(recipe, prior=prior.digest), prior.W, val)
+        after = training.evaluate(replace(recipe, prior=digest), W, val)
+        log(f"validation {before:.4f} -> {after:.4f} bpb ({100 * (after / before - 1):+.3f} %)")
+
+
 def cmd_export(a: argparse.Namespace) -> None:
     docs, man = corp.load(a.corpus)
     work = Path(a.work)
@@ -480,6 +506,11 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--mlp", type=int, required=True, help="MLP units to keep")
     s.add_argument("--name", required=True, help="run name (checkpoint, log, info)")
     s.add_argument("--work", default=str(ROOT / "build" / "pretrain"))
+    b = sub.add_parser("bf16", help="a prior's matrices rounded to bfloat16 (a faster frozen "
+                       "forward, half the file)")
+    b.add_argument("--from", dest="source", required=True, help="the prior file")
+    b.add_argument("-o", "--output", required=True)
+    b.add_argument("--corpus", help="measure the validation bpb before and after on it")
     a = ap.parse_args(argv)
     if a.cmd == "corpus":
         build_corpus(Path(a.out), a.install, a.cap_scale, a.sources)
@@ -489,6 +520,8 @@ def main(argv: list[str] | None = None) -> None:
         cmd_train_torch(a) if a.trainer == "torch" else cmd_train(a)
     elif a.cmd == "shrink":
         cmd_shrink(a)
+    elif a.cmd == "bf16":
+        cmd_bf16(a)
     else:
         cmd_export(a)
 

@@ -12,8 +12,9 @@ stays in cache (measured here, `peak`); elementwise work (transcendentals, norms
 one FLOP an element, so its floor is small and its ratio shows how far the scalar code is
 from the machine. The level rows run the real codec (Predictor) on FILE (the first N bytes
 of alice29.txt by default): the context models and mixer alone (`net=0`), the frozen
-network mixed in (the default level), TBPTT(8) training (`-7`'s recipe without mixing),
-and decoding against the encoder's kernel time (the rest is the Python loop, dispatch and
+network mixed in (the default level), the highest level whose network learns (`-9`
+since mix-v58 froze `-7`) mixed and alone, frozen and training by TBPTT, and decoding
+against the encoder's kernel time (the rest is the Python loop, dispatch and
 constriction).
 """
 
@@ -40,6 +41,7 @@ from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
+from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, round_matrices
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     group_norm,
@@ -63,7 +65,7 @@ from rwkvzip.ops.mathf import (
     softplus64,
     tanh64,
 )
-from rwkvzip.recipe import ARCHS, DEFAULT_LEVEL, PROB_FLOOR, Recipe, level_recipe
+from rwkvzip.recipe import ARCHS, DEFAULT_LEVEL, LEVELS, PROB_FLOOR, Recipe, level_recipe
 
 DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
@@ -91,12 +93,12 @@ def gdn_dims(I):
 
 
 @jit(cache=False)
-def loop_forward(arch, data, W, state, tr, I, floor):
+def loop_forward(arch, data, W, W16, state, tr, I, floor):
     for t in range(data.shape[0]):
         if arch == 0:
-            KR.forward_step(data[t], W, state, tr, I, floor)
+            KR.forward_step(data[t], W, W16, state, tr, I, floor)
         else:
-            KG.forward_step(data[t], W, state, tr, I, floor)
+            KG.forward_step(data[t], W, W16, state, tr, I, floor)
 
 
 @jit(cache=False)
@@ -112,11 +114,11 @@ def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor, 
             gstate[i] = 0.0
         record_into(rec, t % rec[0].shape[0])
         if arch == 0:
-            KR.forward_step(data[t], W, state, tr, I, floor)
+            KR.forward_step(data[t], W, NO_COPY, state, tr, I, floor)
             rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
                                          I, floor, scratch, matrices)
         else:
-            KG.forward_step(data[t], W, state, tr, I, floor)
+            KG.forward_step(data[t], W, NO_COPY, state, tr, I, floor)
             gdn_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
                                        I, floor, scratch, matrices)
 
@@ -293,7 +295,7 @@ def loop_matvec(M, x, n_in, n_out, y, n):
 @jit(cache=False)
 def loop_head(W, tr, I, floor, n):
     for _ in range(n):
-        KC.head_forward(W, tr, I, floor)
+        KC.head_forward(W, NO_COPY, tr, I, floor)
 
 
 @jit(cache=False)
@@ -537,8 +539,8 @@ def backward_flops(arch: str, cfg) -> list[tuple[int, int]]:
 
 
 def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list[dict]:
-    """The backward step by part, on -7's settings (numeric contract 2, the matrices'
-    output-major twins, their gradients recorded), after a forward over `data`."""
+    """The backward step by part, on the learning levels' settings (numeric contract 2, the
+    matrices' output-major twins, their gradients recorded), after a forward over `data`."""
     I = model.index
     arch = "rwkv7" if model.arch_id == 0 else "gdn"
     kernel, labels, module = ((rwkv7_backward_part, RWKV7_BACKWARD_PARTS, rwkv7_backward)
@@ -551,7 +553,7 @@ def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list
                 narrow_sums(2))
     G = np.zeros_like(W)
     s_old = state.copy()
-    loop_forward(model.arch_id, data[-1:], W, state, tr, I, PROB_FLOOR)
+    loop_forward(model.arch_id, data[-1:], W, NO_COPY, state, tr, I, PROB_FLOOR)
     gstate = np.zeros_like(state)
     scratch = np.zeros(module.backward_scratch_size(I), np.float32)
     rng = np.random.default_rng(3)
@@ -603,10 +605,10 @@ def profile_network(name: str, peak: float, data: np.ndarray) -> dict:
     state = np.zeros(model.state_size, dtype=np.float32)
     tr = np.zeros(model.trace_size, dtype=np.float32)
     I = model.index
-    loop_forward(model.arch_id, data[:16], W, state, tr, I, PROB_FLOOR)
-    t = time.perf_counter()
-    loop_forward(model.arch_id, data, W, state, tr, I, PROB_FLOOR)
-    forward_us = (time.perf_counter() - t) / len(data) * 1e6
+    forward_us = whole_forward(model, W, NO_COPY, state, tr, data)
+    W_bf16 = round_matrices(W, model.layout.twin_table())
+    forward16_us = whole_forward(model, W_bf16, bf16_copy(W_bf16, model.layout.twin_table()),
+                                 state, tr, data)
     kernel, labels = (rwkv7_part, RWKV7_PARTS) if arch == "rwkv7" else (gdn_part, GDN_PARTS)
     rows = []
     for k, (label, (macs, elems)) in enumerate(zip(labels, part_flops(arch, cfg),
@@ -623,8 +625,20 @@ def profile_network(name: str, peak: float, data: np.ndarray) -> dict:
     rows.append(row("  of which softmax (exp of 256)", us, 4 * V, peak))
     total_flops = sum(2 * m + e for m, e in part_flops(arch, cfg)) + 2 * C * V + 8 * V
     rows.append(row("whole forward step", forward_us, total_flops, peak))
+    rows.append(row("whole forward step, matrices read from a bfloat16 copy (a prior rounded "
+                    "to bfloat16, ops/bf16.py)", forward16_us, total_flops, peak))
     rows += profile_backward(model, W, state, tr, data, peak)
     return {"config": name, "parameters": model.layout.size, "rows": rows}
+
+
+def whole_forward(model, W, W16, state, tr, data: np.ndarray) -> float:
+    """µs a byte of the whole forward step over data (W16: its matrices' bfloat16 copy,
+    or NO_COPY)."""
+    I = model.index
+    loop_forward(model.arch_id, data[:16], W, W16, state, tr, I, PROB_FLOOR)
+    t = time.perf_counter()
+    loop_forward(model.arch_id, data, W, W16, state, tr, I, PROB_FLOOR)
+    return (time.perf_counter() - t) / len(data) * 1e6
 
 
 def row(label: str, us: float, flops: int, peak: float) -> dict:
@@ -712,7 +726,7 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
 
 
 def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
-    """µs a byte of the parts of -7's TBPTT step, each timed alone on the predictor's
+    """µs a byte of the parts of a learning level's TBPTT step, each timed alone on the predictor's
     arrays: the backward step (forward and backward of each byte, less the forward), the
     optimizer step once a segment of `bptt` bytes (forming the matrices' gradients from
     the backward's record, and the update; and the update alone), and the twins' refresh."""
@@ -722,9 +736,9 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     W, I, floor = pred.W, pred.index, PROB_FLOOR
     state, tr = pred.state.copy(), pred.trace.copy()
     arch = ARCHS[recipe.arch][1].arch_id
-    loop_forward(arch, buf[:16], W, state, tr, I, floor)
+    loop_forward(arch, buf[:16], W, NO_COPY, state, tr, I, floor)
     t = time.perf_counter()
-    loop_forward(arch, buf, W, state, tr, I, floor)
+    loop_forward(arch, buf, W, NO_COPY, state, tr, I, floor)
     forward = (time.perf_counter() - t) / len(buf)
     G = np.zeros_like(W)
     s_old, gstate = np.zeros_like(state), np.zeros_like(state)
@@ -746,9 +760,17 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
             "formation": (step - update) / T * 1e6, "twins": twins / T * 1e6}
 
 
+def learning_level() -> int:
+    """The highest compression level whose network trains online (lr > 0)."""
+    return max(level for level in LEVELS if level_recipe(level).lr > 0)
+
+
 def profile_levels(data: bytes) -> list[dict]:
-    """The codec's own per-byte costs at the default and -7 recipes."""
-    default, top = level_recipe(DEFAULT_LEVEL), level_recipe(7)
+    """The codec's own per-byte costs at the default recipe and at the highest level whose
+    network learns online (its TBPTT step by part)."""
+    default = level_recipe(DEFAULT_LEVEL)
+    level = learning_level()
+    top, tag = level_recipe(level), f"-{level}"
     cm = per_byte(replace(default, mix=replace(default.mix, network=False), prior=None), data)
     mixed = per_byte(default, data)
     overhead = decoder_overhead(default, data)
@@ -768,10 +790,10 @@ def profile_levels(data: bytes) -> list[dict]:
          overhead["call"]),
         ("decoder: range decoding of one byte, inside the kernel", overhead["coder"]),
         ("decoder overhead outside the model (the two)", overhead["call"] + overhead["coder"]),
-        ("-7 level (prior adapting by TBPTT, mixed), kernels", whole_top),
-        (f"-7's network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
+        (f"{tag} level (prior adapting by TBPTT, mixed), kernels", whole_top),
+        (f"{tag}'s network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
          frozen_top),
-        (f"-7's network alone, TBPTT({alone.bptt}) training", tbptt),
+        (f"{tag}'s network alone, TBPTT({alone.bptt}) training", tbptt),
         ("  TBPTT step / forward (ratio, the median of five runs in turn)", ratio),
         ("  of the step: one backward step (a byte's gradient)", parts["backward"]),
         (f"  of the step: the optimizer step, once a segment of {alone.bptt} bytes",

@@ -4,6 +4,7 @@ import numpy as np
 
 from rwkvzip.net.common import dense_matrices, narrow_sums
 from rwkvzip.net.gradrec import flush, new_record, no_record, record_into
+from rwkvzip.ops.bf16 import NO_COPY
 from rwkvzip.ops.linalg import refresh_twins
 
 
@@ -29,7 +30,7 @@ def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symb
     for tok in tokens:
         old = state.copy()
         tr = np.zeros(model.trace_size, np.float32)
-        forward_step(tok, W, state, tr, I, floor)
+        forward_step(tok, W, NO_COPY, state, tr, I, floor)
         steps.append((old, state.copy(), tr))
     G = np.zeros_like(W)
     gstate = np.zeros(model.state_size, np.float32)
@@ -94,7 +95,7 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     I = model.index
     state = state0.copy()
     tr = np.zeros(model.trace_size, np.float32)
-    forward_step(1, W, state, tr, I, floor)
+    forward_step(1, W, NO_COPY, state, tr, I, floor)
     scratch = np.zeros(model.backward_scratch_size(), np.float32)
     G = np.zeros_like(W)
     one = np.zeros_like(W)

@@ -13,6 +13,7 @@ from rwkvzip.net.gdn import forward as gdn
 from rwkvzip.net.gdn.backward import backward_step
 from rwkvzip.net.gdn.model import GdnConfig, GdnModel
 from rwkvzip.ops import linalg
+from rwkvzip.ops.bf16 import NO_COPY
 
 from gradcheck import (
     central_difference,
@@ -145,7 +146,7 @@ def run_kernel(model, W, tokens, state0=None, floor=2.0**-20):
     lo = model.trace_global[common.T_LOGITS]
     out = []
     for tok in tokens:
-        gdn.forward_step(tok, W, state, tr, model.index, floor)
+        gdn.forward_step(tok, W, NO_COPY, state, tr, model.index, floor)
         out.append(tr[lo:lo + VOCAB].copy())
     return np.array(out), state, tr
 

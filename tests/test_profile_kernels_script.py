@@ -25,9 +25,12 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
     assert all(r["us"] > 0 and r["floor_us"] > 0 for r in forward + [whole])
     # the parts are the forward's own work: together about the whole step, not far off
     assert 0.5 * whole["us"] < sum(r["us"] for r in forward[:-1]) < 2.0 * whole["us"]
+    # the whole step again, its matrices from a bfloat16 copy: the same work
+    assert names[end + 1].startswith("whole forward step, matrices read from a bfloat16 copy")
+    assert 0.3 * whole["us"] < rows[end + 1]["us"] < 3.0 * whole["us"]
     # then the GDN's backward step by part, and the whole backward step
-    backward = rows[end + 1:]
-    assert names[end + 1:end + 1 + len(profile.GDN_BACKWARD_PARTS)] == profile.GDN_BACKWARD_PARTS
+    backward = rows[end + 2:]
+    assert names[end + 2:end + 2 + len(profile.GDN_BACKWARD_PARTS)] == profile.GDN_BACKWARD_PARTS
     assert backward[-1]["part"] == "whole backward step"
     parts = backward[:len(profile.GDN_BACKWARD_PARTS)]
     assert all(r["us"] > 0 and r["floor_us"] > 0 for r in parts)

@@ -9,6 +9,7 @@ import pytest
 from rwkvzip.net import common
 from rwkvzip.net.rwkv7 import forward as rwkv7
 from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
+from rwkvzip.ops.bf16 import NO_COPY
 
 FLOOR = 2.0**-20
 
@@ -91,7 +92,7 @@ def run_kernel(model, W, tokens):
     lo = model.trace_global[common.T_LOGITS]
     out = []
     for tok in tokens:
-        rwkv7.forward_step(tok, W, state, tr, model.index, FLOOR)
+        rwkv7.forward_step(tok, W, NO_COPY, state, tr, model.index, FLOOR)
         out.append(tr[lo:lo + 256].copy())
     return np.array(out), state, tr
 

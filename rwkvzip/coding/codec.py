@@ -23,6 +23,7 @@ from rwkvzip.cm.mixing import MixArrays
 from rwkvzip.coding import coder, precompile, stepper
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
+from rwkvzip.ops.bf16 import NO_COPY, bf16_copy
 from rwkvzip.ops.linalg import refresh_twins
 from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe
 
@@ -173,6 +174,7 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
     f32 = np.float32
     return {
         "W": ((n,), f32),
+        "W16": ((n if training_mode(recipe) == stepper.MODE_FROZEN else 0,), np.uint16),
         "O": ((2, n if recipe.optimizer == "adam" else 1), f32),
         "G": ((n if whole else 1,), f32),
         "state": ((ns,), f32),
@@ -230,7 +232,7 @@ class NetworkPredictor(Predictor):
         self.F = F
         buffers = network_buffers(recipe)
         for name, (shape, dtype) in buffers.items():  # self.O, self.G, self.state, ...
-            if name != "W":
+            if name not in ("W", "W16"):
                 setattr(self, name, np.zeros(shape, dtype=dtype))
         if weights is None:
             self.W = model.init_params(recipe.seed)
@@ -254,7 +256,9 @@ class NetworkPredictor(Predictor):
             self.mixing = stepper.Mixing(np.zeros(1, np.uint32), np.zeros(1, np.uint8),
                                          np.zeros(1, np.int64), np.zeros(1, np.float32),
                                          np.zeros(1, np.float32))
-        self.net = stepper.Net(self.W, self.state, self.trace, self.probs, self.index, self.F)
+        self.W16 = NO_COPY
+        self.net = stepper.Net(self.W, self.state, self.trace, self.probs, self.index, self.F,
+                               self.W16)
         self.training = stepper.Training(self.O, self.G, self.R, self.RV, self.toks, self.ckpt,
                                          self.rs, self.rt, self.gstate, self.scratch, self.WT,
                                          model.layout.twin_table(), self.acc,
@@ -266,9 +270,15 @@ class NetworkPredictor(Predictor):
         self.begin()
 
     def weights_changed(self) -> None:
-        """Call after writing into W from outside the kernels: the backward's twins follow."""
+        """Call after writing into W from outside the kernels: the backward's twins follow,
+        and so does a frozen network's bfloat16 copy (kept when its matrices are bfloat16
+        values, ops/bf16.py: the same bits, faster)."""
         if self.WT.size:
             refresh_twins(self.W, self.WT, self.training.twins)
+        if training_mode(self.recipe) == stepper.MODE_FROZEN:
+            self.W16 = bf16_copy(self.W, self.model.layout.twin_table())
+            self.net = self.net._replace(W16=self.W16)
+            self._kernel = self._kernel[0], (self.net,) + self._kernel[1][1:]
 
     def restart(self) -> None:
         """A new document: zero recurrent state, same weights and optimizer (for training)."""

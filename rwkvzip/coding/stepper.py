@@ -33,6 +33,8 @@ one forward per byte) does not.
 Arrays (allocated by codec.Predictor; the entry points take them in three bundles: Net,
 Training and Mixing):
   W, O, G    parameters, Adam moments (2, n), gradient accumulator
+  W16        W's bfloat16 copy, from which a frozen network's forward reads its matrices
+             (the same values, half the bytes: ops/bf16.py), or ops.bf16.NO_COPY
   R          scope table [start, end, train] (see optim.apply_gradients)
   state, tr  live recurrent state and trace (modes 0 and 1, and TBPTT's recompute)
   P          float32[256]: the distribution of the next byte (what the coder uses)
@@ -93,26 +95,26 @@ ARCH_NONE = -1  # no network: the context models and mixer alone (MODE_NONE)
 MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
 # The kernels' argument bundles (plain tuples to numba; built by codec.Predictor)
-Net = namedtuple("Net", "W state tr P I F")
+Net = namedtuple("Net", "W state tr P I F W16")
 Training = namedtuple("Training", "O G R RV toks ckpt rs rt gstate scratch WT twins acc rec")
 Mixing = namedtuple("Mixing", "CT HB S MX ST")
 
 
 @jit(inline="always")
-def forward(arch, token, W, state, tr, I, F):
+def forward(arch, token, W, W16, state, tr, I, F):
     """`arch` is a constant in every entry point, so numba drops the other architecture's
     branch before typing: a level compiles only its own network. The token is one integer
     type on every path (one signature of forward_step, not three)."""
     if arch == ARCH_RWKV7:
-        rwkv7.forward_step(np.int64(token), W, state, tr, I, F[F_FLOOR])
+        rwkv7.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR])
     elif arch == ARCH_GDN:
-        gdn.forward_step(np.int64(token), W, state, tr, I, F[F_FLOOR])
+        gdn.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR])
 
 
 @jit(inline="always")
 def backward(arch, j, token, symbol, net, train, s_old, s_new, tr):
     """Step j's backward pass (its matrices' gradients into row j of the record)."""
-    W, _, _, _, I, F = net
+    W, _, _, _, I, F, _ = net
     matrices = (train.WT, train.acc, train.rec, narrow_sums(F[F_CONTRACT]))
     record_into(train.rec, j)
     if arch == ARCH_RWKV7:
@@ -179,7 +181,7 @@ def live_step(arch, token, net, train, j):
     rs, rt = train.rs, train.rt
     k = j % int(net.F[F_CKPT])
     copy(rs[k], rs[k + 1])
-    forward(arch, token, net.W, rs[k + 1], rt[k], net.I, net.F)
+    forward(arch, token, net.W, net.W16, rs[k + 1], rt[k], net.I, net.F)
     return k
 
 
@@ -200,7 +202,7 @@ def begin(arch, path, net, train, mixing):
 def begin_fixed(arch, path, net, mixing):
     """`begin` for a network that does not learn (or is absent)."""
     if net.F[F_MODE] != MODE_NONE:
-        forward(arch, 0, net.W, net.state, net.tr, net.I, net.F)
+        forward(arch, 0, net.W, net.W16, net.state, net.tr, net.I, net.F)
     publish(net.tr, net, mixing, path)
 
 
@@ -208,7 +210,7 @@ def begin_fixed(arch, path, net, mixing):
 def tbptt_update(arch, net, train, mixing):
     """The segment toks[0..T] is complete: backpropagate through it, step, recompute (or
     not: F_RECOMPUTE)."""
-    W, state, tr, _, I, F = net
+    W, state, tr, _, I, F, _ = net
     toks, ckpt, rs, rt, gstate = train.toks, train.ckpt, train.rs, train.rt, train.gstate
     T = int(F[F_BPTT])
     K = int(F[F_CKPT])
@@ -234,7 +236,7 @@ def tbptt_update(arch, net, train, mixing):
     if F[F_RECOMPUTE] != 0.0:  # recompute the live state over the segment, new weights
         copy(ckpt[0], state)
         for j in range(T):
-            forward(arch, toks[j], W, state, tr, I, F)
+            forward(arch, toks[j], W, net.W16, state, tr, I, F)
 
 
 @jit
@@ -262,14 +264,14 @@ def predict_fixed(symbol, arch, path, net, mixing):
     """The next distribution from a network that does not learn (MODE_FROZEN) or is not
     run (MODE_NONE)."""
     if net.F[F_MODE] == MODE_FROZEN:
-        forward(arch, symbol, net.W, net.state, net.tr, net.I, net.F)
+        forward(arch, symbol, net.W, net.W16, net.state, net.tr, net.I, net.F)
     publish(net.tr, net, mixing, path)
 
 
 @jit(inline="always")
 def advance(symbol, arch, path, net, train, mixing):
     """Learn from the byte just coded, then read it to predict the next one (into P)."""
-    W, state, tr, _, I, F = net
+    W, state, tr, _, I, F, _ = net
     toks, ckpt, rs, rt, gstate = train.toks, train.ckpt, train.rs, train.rt, train.gstate
     mode = F[F_MODE]
     if F[F_MIX] != 0.0:  # the mixer learns first: its logit gradient is part of the loss
@@ -278,7 +280,7 @@ def advance(symbol, arch, path, net, train, mixing):
         predict_fixed(symbol, arch, path, net, mixing)
     elif mode == MODE_HEAD:
         learn_head(loss_symbol(symbol, tr, net, mixing, 0), W, train.O, tr, I, F)
-        forward(arch, symbol, W, state, tr, I, F)
+        forward(arch, symbol, W, net.W16, state, tr, I, F)
         publish(tr, net, mixing, path)
     elif mode == MODE_BPTT1:
         # tr holds the forward that predicted `symbol`; rs[0] the state before it.
@@ -289,7 +291,7 @@ def advance(symbol, arch, path, net, train, mixing):
         step_optimizer(net, train, 1)
         copy(state, rs[0])
         toks[0] = symbol
-        forward(arch, symbol, W, state, tr, I, F)
+        forward(arch, symbol, W, net.W16, state, tr, I, F)
         publish(tr, net, mixing, path)
     else:
         j = int(F[F_SEGPOS]) + 1  # steps of the segment now complete

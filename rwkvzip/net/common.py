@@ -85,15 +85,28 @@ def embed(token, W, I, x):
 
 
 @jit
-def head_forward(W, tr, I, floor):
-    """Final norm of T_XOUT, LM head plus output bias, softmax and the coded distribution."""
+def weights_matvec(W, W16, o, x, n_in, n_out, y):
+    """y = x · the input-major (n_in, n_out) matrix at W[o:], read from W16, W's bfloat16
+    copy (ops/bf16.py: the same values, half the bytes to stream), when the codec keeps one
+    (a frozen network whose matrices are bfloat16 values), else from W."""
+    n = n_in * n_out
+    if W16.shape[0] > 0:
+        matvec(W16[o:o + n], x, n_in, n_out, y)
+    else:
+        matvec(W[o:o + n], x, n_in, n_out, y)
+
+
+@jit
+def head_forward(W, W16, tr, I, floor):
+    """Final norm of T_XOUT, LM head plus output bias, softmax and the coded distribution
+    (W16: see weights_matvec)."""
     C = I[D_C]
     V = I[D_V]
     xn = gslice(tr, I, T_XN, C)
     layer_norm(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gparam(W, I, P_LNO_B, C),
                LAYER_NORM_EPS, C, xn)
     logits = gslice(tr, I, T_LOGITS, V)
-    matvec(gparam(W, I, P_HEAD, C * V), xn, C, V, logits)
+    weights_matvec(W, W16, goff(I, P_HEAD), xn, C, V, logits)
     bias = gparam(W, I, P_BIAS, V)
     for j in range(V):
         logits[j] += bias[j]

@@ -80,17 +80,29 @@ class Layout:
         return {s.name: self.get(W, s.name) for s in self.specs}
 
 
-def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str]) -> bytes:
-    """A safetensors file (float32 tensors, and uint8 ones as U8), byte-for-byte the same
-    for the same content: tensors and metadata in sorted order. (The safetensors library
-    writes metadata in hash order, so the same prior would get a different digest each time
-    it is saved.)"""
-    arrays = {k: np.ascontiguousarray(tensors[k], dtype=np.uint8 if tensors[k].dtype == np.uint8
-                                      else "<f4") for k in sorted(tensors)}
+def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str],
+                      bf16: frozenset[str] = frozenset()) -> bytes:
+    """A safetensors file (float32 tensors, those named in `bf16` as BF16, and uint8 ones as
+    U8), byte-for-byte the same for the same content: tensors and metadata in sorted order.
+    (The safetensors library writes metadata in hash order, so the same prior would get a
+    different digest each time it is saved.) A BF16 tensor must hold bfloat16 values only:
+    it is stored exactly, never rounded here."""
+    arrays, dtypes = {}, {}
+    for k in sorted(tensors):
+        if tensors[k].dtype == np.uint8:
+            arrays[k], dtypes[k] = np.ascontiguousarray(tensors[k]), "U8"
+            continue
+        a = np.ascontiguousarray(tensors[k], dtype="<f4")
+        arrays[k], dtypes[k] = a, "F32"
+        if k in bf16:
+            bits = a.view("<u4")
+            if np.any(bits & 0xFFFF):
+                raise ValueError(f"tensor {k} holds values that are not bfloat16")
+            arrays[k], dtypes[k] = (bits >> 16).astype("<u2"), "BF16"
     header: dict = {"__metadata__": dict(metadata)} if metadata else {}
     offset = 0
     for name, a in arrays.items():
-        header[name] = {"dtype": "U8" if a.dtype == np.uint8 else "F32", "shape": list(a.shape),
+        header[name] = {"dtype": dtypes[name], "shape": list(a.shape),
                         "data_offsets": [offset, offset + a.nbytes]}
         offset += a.nbytes
     raw = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from rwkvzip.ops.bf16 import as_float32
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import exp_into
 
@@ -33,7 +34,9 @@ def matvec(M, x, n_in, n_out, y):
     Each sweep over y adds MATVEC_JAM inputs, in index order, so every output sums exactly
     as it would one input a sweep (the same bits) while y is loaded and stored 8 × less
     often: 64 → 512 outputs 2.1 → 1.4 µs, 64 → 256 1.16 → 0.75. M, x and y are float32 (as
-    every caller keeps them), so each step of `s` rounds to float32 as `y[o] += …` did."""
+    every caller keeps them), so each step of `s` rounds to float32 as `y[o] += …` did.
+    M may also be a matrix's bfloat16 copy (uint16, ops/bf16.py): each entry is widened
+    exactly, so the result is the same."""
     for o in range(n_out):
         y[o] = 0.0
     i = 0
@@ -49,19 +52,19 @@ def matvec(M, x, n_in, n_out, y):
         m6 = M[(i + 6) * n_out:(i + 7) * n_out]
         m7 = M[(i + 7) * n_out:(i + 8) * n_out]
         for o in range(n_out):
-            s = y[o] + m0[o] * x0
-            s = s + m1[o] * x1
-            s = s + m2[o] * x2
-            s = s + m3[o] * x3
-            s = s + m4[o] * x4
-            s = s + m5[o] * x5
-            s = s + m6[o] * x6
-            y[o] = s + m7[o] * x7
+            s = y[o] + as_float32(m0[o]) * x0
+            s = s + as_float32(m1[o]) * x1
+            s = s + as_float32(m2[o]) * x2
+            s = s + as_float32(m3[o]) * x3
+            s = s + as_float32(m4[o]) * x4
+            s = s + as_float32(m5[o]) * x5
+            s = s + as_float32(m6[o]) * x6
+            y[o] = s + as_float32(m7[o]) * x7
         i += MATVEC_JAM
     while i < n_in:
         xi = x[i]
         for o in range(n_out):
-            y[o] += M[i * n_out + o] * xi
+            y[o] += as_float32(M[i * n_out + o]) * xi
         i += 1
 
 

@@ -2,6 +2,8 @@
 
 Arrays handed in (same contract as net/rwkv7/forward.py):
   W      float32 flat parameters (layout in rwkvzip/net/gdn/model.py)
+  W16    W's bfloat16 copy, from which the matrices are read when it is not empty (the same
+         values: ops/bf16.py)
   state  float32 recurrent state: per layer [conv memory ((Kc - 1) x QKV, oldest row first),
          S (Hv, dk, dv)]
   tr     float32 trace: every intermediate of the step, kept for the backward pass
@@ -32,11 +34,13 @@ from rwkvzip.net.common import (
     embed,
     gslice,
     head_forward,
+    loff,
     lparam,
     tslice,
+    weights_matvec,
 )
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.linalg import l2_normalize, matvec, rms_norm
+from rwkvzip.ops.linalg import l2_normalize, rms_norm
 from rwkvzip.ops.mathf import exp64, sigmoid64, silu_vector, softplus64
 
 # ---- index table I: GDN dims (after the common ones) ------------------------------------
@@ -148,8 +152,9 @@ def delta_rule_step(S, q, k, v, beta, g, Hk, Hv, dk, dv, scale, u, delta, o):
 
 
 @jit
-def forward_step(token, W, state, tr, I, floor):
-    """Run one byte through the network; leaves logits, q = softmax and the coded p in tr."""
+def forward_step(token, W, W16, state, tr, I, floor):
+    """Run one byte through the network; leaves logits, q = softmax and the coded p in tr.
+    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec)."""
     C = I[D_C]
     L = I[D_L]
     Hk = I[D_HK]
@@ -177,10 +182,10 @@ def forward_step(token, W, state, tr, I, floor):
         beta = tslice(tr, I, l, S_BETA, Hv)
         apre = tslice(tr, I, l, S_APRE, Hv)
         g = tslice(tr, I, l, S_G, Hv)
-        matvec(lparam(W, I, l, L_QKV, C * QKV), xn, C, QKV, qkv)
-        matvec(lparam(W, I, l, L_Z, C * VD), xn, C, VD, z)
-        matvec(lparam(W, I, l, L_B, C * Hv), xn, C, Hv, beta)
-        matvec(lparam(W, I, l, L_A, C * Hv), xn, C, Hv, apre)
+        weights_matvec(W, W16, loff(I, l, L_QKV), xn, C, QKV, qkv)
+        weights_matvec(W, W16, loff(I, l, L_Z), xn, C, VD, z)
+        weights_matvec(W, W16, loff(I, l, L_B), xn, C, Hv, beta)
+        weights_matvec(W, W16, loff(I, l, L_A), xn, C, Hv, apre)
         dt_bias = lparam(W, I, l, L_DT_BIAS, Hv)
         a_log = lparam(W, I, l, L_A_LOG, Hv)
         for h in range(Hv):
@@ -215,7 +220,7 @@ def forward_step(token, W, state, tr, I, floor):
         for i in range(VD):
             y[i] = on[i] * zs[i]
         xmid = tslice(tr, I, l, S_XMID, C)
-        matvec(lparam(W, I, l, L_OUT, VD * C), y, VD, C, xmid)
+        weights_matvec(W, W16, loff(I, l, L_OUT), y, VD, C, xmid)
         for i in range(C):
             xmid[i] = x_in[i] + xmid[i]
 
@@ -225,15 +230,15 @@ def forward_step(token, W, state, tr, I, floor):
         gp = tslice(tr, I, l, S_GP, F)
         up = tslice(tr, I, l, S_UP, F)
         act = tslice(tr, I, l, S_ACT, F)
-        matvec(lparam(W, I, l, L_GATE, C * F), hn, C, F, gp)
-        matvec(lparam(W, I, l, L_UP, C * F), hn, C, F, up)
+        weights_matvec(W, W16, loff(I, l, L_GATE), hn, C, F, gp)
+        weights_matvec(W, W16, loff(I, l, L_UP), hn, C, F, up)
         silu_vector(gp, act64)  # float64, as silu64(gp[f]) * up[f] rounds once
         for f in range(F):
             act[f] = act64[f] * up[f]
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
-        matvec(lparam(W, I, l, L_DOWN, F * C), act, F, C, xout)
+        weights_matvec(W, W16, loff(I, l, L_DOWN), act, F, C, xout)
         for i in range(C):
             xout[i] = xmid[i] + xout[i]
 
-    head_forward(W, tr, I, floor)
+    head_forward(W, W16, tr, I, floor)

@@ -2,6 +2,8 @@
 
 Arrays handed in:
   W      float32 flat parameters (layout in rwkvzip/net/rwkv7/model.py)
+  W16    W's bfloat16 copy, from which the matrices are read when it is not empty (the same
+         values: ops/bf16.py)
   state  float32 recurrent state: per layer [att_x_prev (C), ffn_x_prev (C), wkv (H, N_k, N_v)]
   tr     float32 trace: every intermediate of the step, kept for the backward pass
   I      int64 index table: dims, then parameter offsets, then trace offsets
@@ -25,8 +27,10 @@ from rwkvzip.net.common import (
     embed,
     gslice,
     head_forward,
+    loff,
     lparam,
     tslice,
+    weights_matvec,
 )
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import group_norm, l2_normalize, layer_norm, matvec
@@ -74,8 +78,9 @@ def layer_state(state, I, layer):
 
 
 @jit
-def forward_step(token, W, state, tr, I, floor):
-    """Run one byte through the network; leaves logits, q = softmax and the coded p in tr."""
+def forward_step(token, W, W16, state, tr, I, floor):
+    """Run one byte through the network; leaves logits, q = softmax and the coded p in tr.
+    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec)."""
     C = I[D_C]
     L = I[D_L]
     H = I[D_H]
@@ -133,18 +138,18 @@ def forward_step(token, W, state, tr, I, floor):
         r = tslice(tr, I, l, S_R, C)
         kpre = tslice(tr, I, l, S_KPRE, C)
         vpre = tslice(tr, I, l, S_VPRE, C)
-        matvec(lparam(W, I, l, L_WR, C * C), xr, C, C, r)
-        matvec(lparam(W, I, l, L_WK, C * C), xk, C, C, kpre)
-        matvec(lparam(W, I, l, L_WV, C * C), xv, C, C, vpre)
+        weights_matvec(W, W16, loff(I, l, L_WR), xr, C, C, r)
+        weights_matvec(W, W16, loff(I, l, L_WK), xk, C, C, kpre)
+        weights_matvec(W, W16, loff(I, l, L_WV), xv, C, C, vpre)
 
         # decay w = exp(-sigmoid(tanh(xw W1) W2 + w0) / sqrt(e))
         wh = tslice(tr, I, l, S_WH, Dw)
-        matvec(lparam(W, I, l, L_W1, C * Dw), xw, C, Dw, wh)
+        weights_matvec(W, W16, loff(I, l, L_W1), xw, C, Dw, wh)
         for j in range(Dw):
             wh[j] = tanh64(wh[j])
         wsig = tslice(tr, I, l, S_WSIG, C)
         wdec = tslice(tr, I, l, S_WDEC, C)
-        matvec(lparam(W, I, l, L_W2, Dw * C), wh, Dw, C, wsig)
+        weights_matvec(W, W16, loff(I, l, L_W2), wh, Dw, C, wsig)
         w0 = lparam(W, I, l, L_W0, C)
         for c in range(C):
             wsig[c] = wsig[c] + w0[c]
@@ -158,8 +163,8 @@ def forward_step(token, W, state, tr, I, floor):
         # in-context learning rate a = sigmoid(xa A1 A2 + a0)
         ah = tslice(tr, I, l, S_AH, Da)
         a = tslice(tr, I, l, S_A, C)
-        matvec(lparam(W, I, l, L_A1, C * Da), xaa, C, Da, ah)
-        matvec(lparam(W, I, l, L_A2, Da * C), ah, Da, C, a)
+        weights_matvec(W, W16, loff(I, l, L_A1), xaa, C, Da, ah)
+        weights_matvec(W, W16, loff(I, l, L_A2), ah, Da, C, a)
         a0 = lparam(W, I, l, L_A0, C)
         for c in range(C):
             a[c] = a[c] + a0[c]
@@ -168,9 +173,9 @@ def forward_step(token, W, state, tr, I, floor):
         # output gate g = sigmoid(xg G1) G2
         gh = tslice(tr, I, l, S_GH, Dg)
         g = tslice(tr, I, l, S_G, C)
-        matvec(lparam(W, I, l, L_G1, C * Dg), xg, C, Dg, gh)
+        weights_matvec(W, W16, loff(I, l, L_G1), xg, C, Dg, gh)
         sigmoid_vector(gh, gh)
-        matvec(lparam(W, I, l, L_G2, Dg * C), gh, Dg, C, g)
+        weights_matvec(W, W16, loff(I, l, L_G2), gh, Dg, C, g)
 
         # value residual: layer 0 publishes v, later layers mix it in
         v = tslice(tr, I, l, S_V, C)
@@ -181,8 +186,8 @@ def forward_step(token, W, state, tr, I, floor):
         else:
             vh = tslice(tr, I, l, S_VH, Dv)
             nu = tslice(tr, I, l, S_NU, C)
-            matvec(lparam(W, I, l, L_V1, C * Dv), xv, C, Dv, vh)
-            matvec(lparam(W, I, l, L_V2, Dv * C), vh, Dv, C, nu)
+            weights_matvec(W, W16, loff(I, l, L_V1), xv, C, Dv, vh)
+            weights_matvec(W, W16, loff(I, l, L_V2), vh, Dv, C, nu)
             v0 = lparam(W, I, l, L_V0, C)
             for c in range(C):
                 nu[c] = nu[c] + v0[c]
@@ -226,7 +231,7 @@ def forward_step(token, W, state, tr, I, floor):
         for c in range(C):
             ygate[c] = yhead[c] * g[c]
         attout = tslice(tr, I, l, S_ATTOUT, C)
-        matvec(lparam(W, I, l, L_WO, C * C), ygate, C, C, attout)
+        weights_matvec(W, W16, loff(I, l, L_WO), ygate, C, C, attout)
         xmid = tslice(tr, I, l, S_XMID, C)
         for c in range(C):
             xmid[c] = x0[c] + attout[c]
@@ -245,18 +250,18 @@ def forward_step(token, W, state, tr, I, floor):
             ffn_prev[c] = fn[c]
         fpre = tslice(tr, I, l, S_FPRE, FF)
         fk = tslice(tr, I, l, S_FK, FF)
-        matvec(lparam(W, I, l, L_F_KEY, C * FF), fxk, C, FF, fpre)
+        weights_matvec(W, W16, loff(I, l, L_F_KEY), fxk, C, FF, fpre)
         for j in range(FF):
             z = fpre[j] if fpre[j] > 0.0 else 0.0
             fk[j] = z * z
         fout = tslice(tr, I, l, S_FOUT, C)
-        matvec(lparam(W, I, l, L_F_VAL, FF * C), fk, FF, C, fout)
+        weights_matvec(W, W16, loff(I, l, L_F_VAL), fk, FF, C, fout)
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
         for c in range(C):
             xout[c] = xmid[c] + fout[c]
 
-    head_forward(W, tr, I, floor)
+    head_forward(W, W16, tr, I, floor)
 
 
 @jit

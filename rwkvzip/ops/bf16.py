@@ -1,0 +1,72 @@
+"""bfloat16 copies of float32 weights: the same values in half the bytes.
+
+A float32 whose low 16 bits are zero is exactly representable in bfloat16 (its top half),
+and widening that half back (a 16-bit shift) is exact. So a kernel that reads a matrix from
+its bfloat16 copy computes exactly what it computes from the float32 one, in the same order:
+the same bits on every CPU, with no new numeric contract. What changes is the memory the
+forward streams: a frozen GDN 128x1 reads 1.7 MB of float32 matrices a byte, more than the
+L2 cache keeps beside the context tables; its bfloat16 copy (0.85 MB) stays there
+(docs/bench/bf16-*.md has the measurements).
+
+A prior's matrices are bfloat16 values when `pretrain.py bf16` rounded them so; the codec
+then keeps the copy for a frozen network (coding/codec.py) and the forward reads it
+(net/common.py, weights_matvec).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+NO_COPY = np.zeros(0, dtype=np.uint16)  # "no bfloat16 copy": the kernels read W itself
+
+
+@intrinsic
+def as_float32(typingctx, value):
+    """A weight as float32: a float32 as it is, a uint16 (bfloat16 bits) widened exactly.
+    The widening is a shift and a reinterpretation, so loops that use it still vectorise."""
+    if isinstance(value, types.Float) and value.bitwidth == 32:
+        def codegen(context, builder, signature, args):
+            return args[0]
+        return types.float32(value), codegen
+    if isinstance(value, types.Integer) and value.bitwidth == 16 and not value.signed:
+        def codegen(context, builder, signature, args):
+            bits = builder.shl(builder.zext(args[0], ir.IntType(32)),
+                               ir.Constant(ir.IntType(32), 16))
+            return builder.bitcast(bits, ir.FloatType())
+        return types.float32(value), codegen
+    return None
+
+
+def round_to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), still as float32."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def round_matrices(W: np.ndarray, matrices: np.ndarray) -> np.ndarray:
+    """A copy of W with every matrix (rows offset, n_in, n_out, as Layout.twin_table)
+    rounded to bfloat16; the vectors (norms, biases, embeddings) stay float32."""
+    out = W.copy()
+    for o, n_in, n_out in matrices:
+        out[o:o + n_in * n_out] = round_to_bf16(W[o:o + n_in * n_out])
+    return out
+
+
+def matrices_exact(W: np.ndarray, matrices: np.ndarray) -> bool:
+    """Whether every matrix of W (rows offset, n_in, n_out, as Layout.twin_table) holds
+    bfloat16 values only, so that its copy reads back the same."""
+    bits = W.view(np.uint32)
+    return all(not np.any(bits[o:o + n_in * n_out] & 0xFFFF) for o, n_in, n_out in matrices)
+
+
+def bf16_copy(W: np.ndarray, matrices: np.ndarray) -> np.ndarray:
+    """The bfloat16 copy of W the forward reads its matrices from (the top halves of W's
+    words: exact for the matrices, and only they are read from it), or NO_COPY when a
+    matrix is not bfloat16-exact."""
+    if len(matrices) == 0 or not matrices_exact(W, matrices):
+        return NO_COPY
+    return (W.view(np.uint32) >> 16).astype(np.uint16)
