@@ -277,12 +277,13 @@ def default_recipe() -> Recipe:
 # Compression levels -1 ... -9 (CLI and API): the one table from level to preset card.
 # Five tiers (tuned on the corpus, see models/README.md): count models alone; the context
 # models and mixers with a small shipped prior, frozen; with a larger one, frozen (-6, the
-# default, as gzip's and xz's); with the largest prior, frozen (-7, at half the default's
-# speed); and with that prior adapting online by TBPTT (-8, -9, at a third of -7's speed);
-# the mixing levels code by path coding. The default level is the lowest one that names the
-# default card, so "no level" and it are the same recipe.
+# default, as gzip's and xz's); with the largest prior, frozen, its matrices read from
+# bfloat16 (-7, at about 60 % of the default's speed); and with that prior adapting online
+# by TBPTT (-8, -9, at a third of -7's speed); the mixing levels code by path coding. The
+# default level is the lowest one that names the default card, so "no level" and it are the
+# same recipe.
 LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v50", 5: "mix-v50",
-          6: "mix-v55", 7: "mix-v58", 8: "mix-v59", 9: "mix-v59"}
+          6: "mix-v55", 7: "mix-v60", 8: "mix-v59", 9: "mix-v59"}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

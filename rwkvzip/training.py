@@ -26,6 +26,7 @@ from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor, frame_blocks
 from rwkvzip.corpus import Document
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
+from rwkvzip.ops.bf16 import matrices_exact, round_matrices
 from rwkvzip.recipe import NUMERIC_CONTRACT, Recipe, RecipeError
 
 Log = Callable[[str], None]
@@ -233,7 +234,9 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
     from_scratch), holds out about a tenth of the samples for validation, trains for at
     most `seconds` and `epochs`, and keeps the weights of the epoch with the best
     validation loss; the prior's dictionary (at most `dictionary_size` bytes, 0: none) is
-    chosen from the training samples (dictionary.build). Compress and decompress with the
+    chosen from the training samples (dictionary.build). When the level runs its shipped
+    prior frozen from bfloat16 matrices, the new prior's matrices are rounded so too (the
+    validation bpb after is that of the rounded weights). Compress and decompress with the
     file as `prior=` / `-D FILE`. The prior's bytes are in the report; with `output` they
     are also written there (through a temporary file renamed into place)."""
     from rwkvzip import corpus, priors
@@ -242,8 +245,13 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
     card = level_recipe(DEFAULT_LEVEL if level is None else level)
     if card.counts is not None or (card.mix is not None and not card.mix.network):
         raise RecipeError("this level runs no network, so it has no prior to train")
-    start = None if from_scratch else priors.resolve(card)
+    shipped = priors.resolve(card)
+    start = None if from_scratch else shipped
     recipe = tuning_recipe(card, from_scratch)
+    matrices = recipe.build_model().layout.twin_table()
+    # a level that runs a frozen bfloat16 prior gets one: the trained matrices rounded
+    # (ops/bf16.py), so that the new prior runs as fast as the shipped one
+    bf16 = card.lr == 0.0 and shipped is not None and matrices_exact(shipped.W, matrices)
     docs = corpus.documents_from_samples(samples)
     val = [d for d in docs if d.split == "val"]
     t0 = time.monotonic()
@@ -260,11 +268,18 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
         if bpb < best["bpb"]:
             best.update(bpb=bpb, W=W.copy(), epoch=epoch)
 
-    left = None if seconds is None else max(0.0, seconds - (time.monotonic() - t0) - t_eval)
+    last_evals = 2 if bf16 else 1  # the last epoch's, and the rounded weights'
+    left = (None if seconds is None
+            else max(0.0, seconds - (time.monotonic() - t0) - last_evals * t_eval))
     W, st = fit(recipe, docs, weights=W0, seconds=left, epochs=epochs, progress=progress,
                 on_epoch=keep_best)
     if st.doc:  # stopped inside an epoch by the time bound
         keep_best(st.epoch, W)
+    if bf16:
+        best["W"] = round_matrices(best["W"], matrices)
+        best["bpb"] = evaluate(recipe, best["W"], val)
+        if log:
+            log(f"matrices rounded to bfloat16: validation {best['bpb']:.4f} bpb")
     man = corpus.manifest(docs, [{"name": "samples", "files": len(samples)}])
     chosen = dictionary.build([d.data for d in docs if d.split == "train"],
                               min(dictionary_size, priors.MAX_DICTIONARY))
@@ -273,7 +288,8 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
             "val_bpb_before": round(before, 5), "val_bpb": round(best["bpb"], 5),
             "epochs": round(st.epoch + st.doc / max(1, len(docs) - len(val)), 3),
             "seconds": round(time.monotonic() - t0, 1), "dictionary_bytes": len(chosen)}
-    data = priors.prior_bytes(recipe.build_model(), best["W"], man["digest"], info, chosen)
+    data = priors.prior_bytes(recipe.build_model(), best["W"], man["digest"], info, chosen,
+                              bf16_matrices=bf16)
     if output is not None:
         tmp = Path(f"{output}.tmp")
         tmp.write_bytes(data)

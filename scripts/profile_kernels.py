@@ -2,7 +2,7 @@
 context models and mixer, and the decoder's own overhead, beside each part's FLOP floor.
 
     python scripts/profile_kernels.py [FILE] [--configs gdn:32x1,rwkv7:64x1,rwkv7:128x2]
-        [--bytes N] [--no-levels] [--json OUT] [--md OUT]
+        [--bytes N] [--no-levels] [--footprint 128x768:1,2,4,6,8] [--json OUT] [--md OUT]
 
 Network parts are timed by running the forward's own kernels (rwkvzip/net/) on the
 model's own arrays, part by part, in numba loops (no Python in the timing); they add up to
@@ -41,7 +41,7 @@ from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
-from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, round_matrices
+from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, round_matrices, round_to_bf16
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     group_norm,
@@ -597,6 +597,34 @@ def matvec_peak() -> float:
     return 2 * n * n / timed(loop_matvec, M, x, n, n, y) / 1e9
 
 
+@jit(cache=False)
+def loop_matrices(Ms, x, n_in, n_out, y, n):
+    """n sweeps over the matrices Ms (rows of one flat matrix each), one matvec each."""
+    for _ in range(n):
+        for k in range(Ms.shape[0]):
+            matvec(Ms[k], x, n_in, n_out, y)
+
+
+def footprint_sweep(n_in: int, n_out: int, counts: tuple[int, ...]) -> list[dict]:
+    """µs of one n_in x n_out matvec while K such matrices are read in turn, from float32
+    and from their bfloat16 copies (the same values, ops/bf16.py): where the float32 ones
+    outgrow the L2 cache, the time of a matvec jumps; the copies, half the bytes, later."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n_in).astype(np.float32)
+    y32, y16 = np.empty(n_out, np.float32), np.empty(n_out, np.float32)
+    rows = []
+    for k in counts:
+        M32 = round_to_bf16(rng.standard_normal((k, n_in * n_out)).astype(np.float32))
+        M16 = (M32.view(np.uint32) >> 16).astype(np.uint16)
+        us32 = timed(loop_matrices, M32, x, n_in, n_out, y32) / k * 1e6
+        us16 = timed(loop_matrices, M16, x, n_in, n_out, y16) / k * 1e6
+        if not np.array_equal(y32, y16):
+            raise SystemExit("profile: the bfloat16 copy gave other bits")
+        rows.append({"matrices": k, "float32_mb": round(M32.nbytes / 1e6, 2),
+                     "float32_us": round(us32, 2), "bf16_us": round(us16, 2)})
+    return rows
+
+
 def profile_network(name: str, peak: float, data: np.ndarray) -> dict:
     arch, cfg_kw = CONFIGS[name]
     cfg = ARCHS[arch][0](**cfg_kw)
@@ -822,6 +850,13 @@ def markdown(report: dict) -> str:
     out += ["## The codec", "", f"On the first {report['bytes']:,} bytes of "
             f"{report['file']}, one thread.", "", "| part | µs / byte |", "|---|---:|"]
     out += [f"| {r['part']} | {r['us']:.2f} |" for r in report["levels"]]
+    if report.get("footprint"):
+        n_in, n_out = report["footprint_shape"]
+        out += ["", f"## Matrices read in turn: one {n_in}×{n_out} matvec, µs", "",
+                "| matrices | float32 MB | from float32 | from bfloat16 copies |",
+                "|---:|---:|---:|---:|"]
+        out += [f"| {r['matrices']} | {r['float32_mb']:.2f} | {r['float32_us']:.2f} | "
+                f"{r['bf16_us']:.2f} |" for r in report["footprint"]]
     return "\n".join(out) + "\n"
 
 
@@ -831,6 +866,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--configs", default="gdn:32x1,rwkv7:64x1,gdn:128x2,rwkv7:128x2")
     ap.add_argument("--bytes", type=int, default=60_000, help="bytes of FILE the codec runs")
     ap.add_argument("--no-levels", action="store_true", help="only the network parts")
+    ap.add_argument("--footprint", default="",
+                    help="N_INxN_OUT:K1,K2,...: also time a matvec while K matrices of that "
+                         "shape are read in turn, from float32 and from bfloat16 copies")
     ap.add_argument("--json", help="write the report here")
     ap.add_argument("--md", help="write the table here")
     a = ap.parse_args(argv)
@@ -847,6 +885,12 @@ def main(argv: list[str] | None = None) -> None:
               "networks": [profile_network(n, peak, data[:20_000])
                            for n in a.configs.split(",")],
               "levels": [] if a.no_levels else profile_levels(raw)}
+    if a.footprint:
+        shape, _, counts = a.footprint.partition(":")
+        n_in, n_out = (int(v) for v in shape.split("x"))
+        report["footprint_shape"] = [n_in, n_out]
+        report["footprint"] = footprint_sweep(n_in, n_out,
+                                              tuple(int(k) for k in counts.split(",")))
     text = markdown(report)
     print(text, end="")
     if a.json:

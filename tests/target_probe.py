@@ -148,8 +148,8 @@ RECIPES = {
                                    optimizer="adam", lr=0.002, seed=3, bptt=6, ckpt=6,
                                    mix=MixConfig(table_bits=11, match_bits=14,
                                                  path_coding=True)),
-    # the levels' cards with their shipped priors (frozen GDNs at -4, the default and -7, a
-    # GDN adapting by TBPTT at -9)
+    # the levels' cards with their shipped priors (frozen GDNs at -4, the default and -7,
+    # whose matrices the forward reads from bfloat16; a GDN adapting by TBPTT at -9)
     "level-4-shipped-prior": level_recipe(4),
     "level-6-shipped-prior": level_recipe(6),
     "level-7-shipped-prior": level_recipe(7),

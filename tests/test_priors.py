@@ -17,6 +17,7 @@ from rwkvzip.coding.codec import Predictor
 from rwkvzip.corpus import CorpusError
 from rwkvzip.modelfile import save_model
 from rwkvzip.net.gdn.model import GdnConfig, GdnModel
+from rwkvzip.ops.bf16 import matrices_exact
 from rwkvzip.recipe import (
     DEFAULT_LEVEL,
     LEVELS,
@@ -163,6 +164,8 @@ def test_train_api_improves_on_held_out_samples(tmp_path):
     assert report.val_after < report.val_before
     p = priors.load_prior(out)
     assert p.digest == report.digest and p.model.cfg == level_recipe(7).model
+    # -7 runs its prior frozen from bfloat16 matrices: the trained ones are rounded so too
+    assert matrices_exact(p.W, p.model.layout.twin_table())
     assert p.training["val_bpb"] == pytest.approx(report.val_after, abs=1e-4)
     # the training samples are small: the dictionary keeps them all (the held-out ones not)
     assert 0 < len(p.dictionary) == report.dictionary_bytes < report.train_bytes + 1

@@ -96,3 +96,19 @@ def test_tbptt_parts_of_either_architecture():
         parts = profile.tbptt_parts(recipe, data)
         assert set(parts) == {"backward", "optimizer", "formation", "twins"}, arch
         assert all(us > 0 for us in parts.values()), (arch, parts)
+
+
+def test_footprint_sweep_reads_matrices_both_ways(tmp_path, capsys):
+    """--footprint times one matvec while K matrices are read in turn, from float32 and from
+    their bfloat16 copies (which must give the same bits, or the script stops)."""
+    profile = load_script("profile_kernels")
+    text = tmp_path / "t.txt"
+    text.write_bytes(b"a little text for the network parts\n" * 40)
+    out = tmp_path / "p.json"
+    profile.main([str(text), "--configs", "gdn:32x1", "--no-levels", "--footprint",
+                  "16x24:1,3", "--json", str(out)])
+    rows = json.loads(out.read_text())["footprint"]
+    assert [r["matrices"] for r in rows] == [1, 3]
+    assert rows[1]["float32_mb"] == round(3 * 16 * 24 * 4 / 1e6, 2)
+    assert all(r["float32_us"] > 0 and r["bf16_us"] > 0 for r in rows)
+    assert "from bfloat16 copies" in capsys.readouterr().out
