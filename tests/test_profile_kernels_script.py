@@ -15,7 +15,8 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
     out = tmp_path / "p.json"
     text = tmp_path / "t.txt"
     text.write_bytes(b"the network parts of a small GDN, timed on a little text\n" * 200)
-    profile.main([str(text), "--configs", "gdn:32x1", "--no-levels", "--json", str(out)])
+    profile.main([str(text), "--configs", "gdn:32x1", "--no-levels", "--footprint", "16x24:1,3",
+                  "--json", str(out)])
     report = json.loads(out.read_text())
     rows = report["networks"][0]["rows"]
     names = [r["part"] for r in rows]
@@ -35,7 +36,14 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
     parts = backward[:len(profile.GDN_BACKWARD_PARTS)]
     assert all(r["us"] > 0 and r["floor_us"] > 0 for r in parts)
     assert 0.3 * backward[-1]["us"] < sum(r["us"] for r in parts) < 1.5 * backward[-1]["us"]
-    assert "× floor" in capsys.readouterr().out
+    # --footprint: one matvec while K matrices are read in turn, from float32 and from their
+    # bfloat16 copies (which must give the same bits, or the script stops)
+    sweep = report["footprint"]
+    assert [r["matrices"] for r in sweep] == [1, 3]
+    assert sweep[1]["float32_mb"] == round(3 * 16 * 24 * 4 / 1e6, 2)
+    assert all(r["float32_us"] > 0 and r["bf16_us"] > 0 for r in sweep)
+    printed = capsys.readouterr().out
+    assert "× floor" in printed and "from bfloat16 copies" in printed
 
 
 def test_decoder_overhead_is_measured_outside_the_model():
@@ -97,18 +105,3 @@ def test_tbptt_parts_of_either_architecture():
         assert set(parts) == {"backward", "optimizer", "formation", "twins"}, arch
         assert all(us > 0 for us in parts.values()), (arch, parts)
 
-
-def test_footprint_sweep_reads_matrices_both_ways(tmp_path, capsys):
-    """--footprint times one matvec while K matrices are read in turn, from float32 and from
-    their bfloat16 copies (which must give the same bits, or the script stops)."""
-    profile = load_script("profile_kernels")
-    text = tmp_path / "t.txt"
-    text.write_bytes(b"a little text for the network parts\n" * 40)
-    out = tmp_path / "p.json"
-    profile.main([str(text), "--configs", "gdn:32x1", "--no-levels", "--footprint",
-                  "16x24:1,3", "--json", str(out)])
-    rows = json.loads(out.read_text())["footprint"]
-    assert [r["matrices"] for r in rows] == [1, 3]
-    assert rows[1]["float32_mb"] == round(3 * 16 * 24 * 4 / 1e6, 2)
-    assert all(r["float32_us"] > 0 and r["bf16_us"] > 0 for r in rows)
-    assert "from bfloat16 copies" in capsys.readouterr().out
