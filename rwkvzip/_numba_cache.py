@@ -29,7 +29,7 @@ def _kernel_fingerprint() -> str:
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         source = path.read_bytes()
-        if b"@jit" in source:
+        if b"@jit" in source or b"@intrinsic" in source:  # intrinsics are compiled in too
             digest.update(path.relative_to(package).as_posix().encode())
             digest.update(source)
     return digest.hexdigest()[:12]

@@ -174,6 +174,7 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
     f32 = np.float32
     return {
         "W": ((n,), f32),
+        # the frozen network's bfloat16 copy, kept when its matrices are bfloat16 values
         "W16": ((n if training_mode(recipe) == stepper.MODE_FROZEN else 0,), np.uint16),
         "O": ((2, n if recipe.optimizer == "adam" else 1), f32),
         "G": ((n if whole else 1,), f32),

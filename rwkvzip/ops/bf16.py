@@ -6,7 +6,7 @@ its bfloat16 copy computes exactly what it computes from the float32 one, in the
 the same bits on every CPU, with no new numeric contract. What changes is the memory the
 forward streams: a frozen GDN 128x1 reads 1.7 MB of float32 matrices a byte, more than the
 L2 cache keeps beside the context tables; its bfloat16 copy (0.85 MB) stays there
-(docs/bench/bf16-*.md has the measurements).
+(models/README.md, "The larger prior from bfloat16 matrices", has the measurements).
 
 A prior's matrices are bfloat16 values when `pretrain.py bf16` rounded them so; the codec
 then keeps the copy for a frozen network (coding/codec.py) and the forward reads it
