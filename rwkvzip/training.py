@@ -248,14 +248,15 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
     shipped = priors.resolve(card)
     start = None if from_scratch else shipped
     recipe = tuning_recipe(card, from_scratch)
-    matrices = recipe.build_model().layout.twin_table()
+    model = recipe.build_model()
+    matrices = model.layout.twin_table()
     # a level that runs a frozen bfloat16 prior gets one: the trained matrices rounded
     # (ops/bf16.py), so that the new prior runs as fast as the shipped one
     bf16 = card.lr == 0.0 and shipped is not None and matrices_exact(shipped.W, matrices)
     docs = corpus.documents_from_samples(samples)
     val = [d for d in docs if d.split == "val"]
     t0 = time.monotonic()
-    W0 = start.W.copy() if start is not None else recipe.build_model().init_params(recipe.seed)
+    W0 = start.W.copy() if start is not None else model.init_params(recipe.seed)
     t_eval = time.monotonic()
     before = evaluate(recipe, W0, val)
     t_eval = time.monotonic() - t_eval  # the last validation must fit in the time bound too
@@ -288,7 +289,7 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
             "val_bpb_before": round(before, 5), "val_bpb": round(best["bpb"], 5),
             "epochs": round(st.epoch + st.doc / max(1, len(docs) - len(val)), 3),
             "seconds": round(time.monotonic() - t0, 1), "dictionary_bytes": len(chosen)}
-    data = priors.prior_bytes(recipe.build_model(), best["W"], man["digest"], info, chosen,
+    data = priors.prior_bytes(model, best["W"], man["digest"], info, chosen,
                               bf16_matrices=bf16)
     if output is not None:
         tmp = Path(f"{output}.tmp")

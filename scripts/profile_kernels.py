@@ -41,7 +41,7 @@ from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
-from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, round_matrices, round_to_bf16
+from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, round_matrices, round_to_bf16, top_halves
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     group_norm,
@@ -615,7 +615,7 @@ def footprint_sweep(n_in: int, n_out: int, counts: tuple[int, ...]) -> list[dict
     rows = []
     for k in counts:
         M32 = round_to_bf16(rng.standard_normal((k, n_in * n_out)).astype(np.float32))
-        M16 = (M32.view(np.uint32) >> 16).astype(np.uint16)
+        M16 = top_halves(M32)
         us32 = timed(loop_matrices, M32, x, n_in, n_out, y32) / k * 1e6
         us16 = timed(loop_matrices, M16, x, n_in, n_out, y16) / k * 1e6
         if not np.array_equal(y32, y16):

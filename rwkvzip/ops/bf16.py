@@ -63,10 +63,15 @@ def matrices_exact(W: np.ndarray, matrices: np.ndarray) -> bool:
     return all(not np.any(bits[o:o + n_in * n_out] & 0xFFFF) for o, n_in, n_out in matrices)
 
 
+def top_halves(W: np.ndarray) -> np.ndarray:
+    """The bfloat16 bits (uint16) of float32 values: exact for bfloat16 values only."""
+    return (W.view(np.uint32) >> 16).astype(np.uint16)
+
+
 def bf16_copy(W: np.ndarray, matrices: np.ndarray) -> np.ndarray:
     """The bfloat16 copy of W the forward reads its matrices from (the top halves of W's
     words: exact for the matrices, and only they are read from it), or NO_COPY when a
     matrix is not bfloat16-exact."""
     if len(matrices) == 0 or not matrices_exact(W, matrices):
         return NO_COPY
-    return (W.view(np.uint32) >> 16).astype(np.uint16)
+    return top_halves(W)
