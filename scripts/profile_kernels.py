@@ -58,8 +58,9 @@ from rwkvzip.ops.linalg import (
 )
 from rwkvzip.ops.mathf import (
     exp64,
-    exp_into,
+    exp_lane,
     sigmoid64,
+    sigmoid_lane,
     sigmoid_vector,
     silu_vector,
     softplus64,
@@ -309,8 +310,6 @@ def rwkv7_part(part, W, state, tr, I, n):
     Da = I[KR.D_DA]
     Dv = I[KR.D_DV]
     Dg = I[KR.D_DG]
-    e64 = np.empty((2, C), dtype=np.float64)
-    bits = np.empty(C, dtype=np.int64)
     for _ in range(n):
         for l in range(I[KC.D_L]):
             att_prev, ffn_prev, wkv = KR.layer_state(state, I, l)
@@ -355,10 +354,7 @@ def rwkv7_part(part, W, state, tr, I, n):
                 matvec(KC.lparam(W, I, l, KR.L_W2, Dw * C), wh, Dw, C, wsig)
                 sigmoid_vector(wsig, wsig)
                 for c in range(C):
-                    e64[0, c] = -wsig[c] * KR.INV_SQRT_E
-                exp_into(e64[0], e64[1], bits)
-                for c in range(C):
-                    wdec[c] = e64[1, c]
+                    wdec[c] = exp_lane(-wsig[c] * KR.INV_SQRT_E)
                 ah = KC.tslice(tr, I, l, KR.S_AH, Da)
                 a = KC.tslice(tr, I, l, KR.S_A, C)
                 matvec(KC.lparam(W, I, l, KR.L_A1, C * Da), KC.tslice(tr, I, l, KR.S_XAA, C),
@@ -401,7 +397,6 @@ def rwkv7_part(part, W, state, tr, I, n):
 def gdn_part(part, W, state, tr, I, n):
     """One part of net/gdn/forward.forward_step, every layer, n times."""
     C, Hk, Hv, dk, dv, Kc, F, KD, VD, QKV = gdn_dims(I)
-    act64 = np.empty(F, dtype=np.float64)
     for _ in range(n):
         for l in range(I[KC.D_L]):
             mem, S = KG.layer_state(state, I, l)
@@ -462,9 +457,9 @@ def gdn_part(part, W, state, tr, I, n):
                 act = KC.tslice(tr, I, l, KG.S_ACT, F)
                 matvec(KC.lparam(W, I, l, KG.L_GATE, C * F), hn, C, F, gp)
                 matvec(KC.lparam(W, I, l, KG.L_UP, C * F), hn, C, F, up)
-                silu_vector(gp, act64)
                 for f in range(F):
-                    act[f] = act64[f] * up[f]
+                    g64 = np.float64(gp[f])
+                    act[f] = g64 * sigmoid_lane(g64) * up[f]
                 matvec(KC.lparam(W, I, l, KG.L_DOWN, F * C), act, F, C,
                        KC.tslice(tr, I, l, KG.S_XMID, C))
 

@@ -1,6 +1,7 @@
 """bfloat16 copies of a frozen network's matrices (ops/bf16.py): the same bits as float32,
 on both architectures; kept only while the network is frozen and its matrices are bfloat16
-values; stored as BF16 in prior files and read back exactly."""
+values, where the copy is the faster form on this CPU; stored as BF16 in prior files and
+read back exactly."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ import pytest
 
 from rwkvzip import priors
 from rwkvzip.cm.mixing import MixConfig
-from rwkvzip.coding import codec
 from rwkvzip.coding.codec import Predictor
 from rwkvzip.net.gdn.model import GdnConfig
 from rwkvzip.net.rwkv7.model import Rwkv7Config
-from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, matrices_exact, round_matrices, round_to_bf16
+from rwkvzip.ops.bf16 import (
+    COPY_SETTING,
+    bf16_copy,
+    copy_measured_faster,
+    matrices_exact,
+    round_matrices,
+    round_to_bf16,
+)
 from rwkvzip.ops.linalg import matvec
 from rwkvzip.recipe import Recipe
 
@@ -58,6 +65,7 @@ def frozen(arch: str, model) -> Recipe:
 
 @pytest.mark.parametrize("arch,model", [("gdn", GDN), ("rwkv7", RWKV7)])
 def test_a_frozen_network_codes_the_same_from_its_bf16_copy(arch, model, monkeypatch):
+    monkeypatch.setenv(COPY_SETTING, "1")  # whatever this CPU measures
     recipe = frozen(arch, model)
     net = recipe.build_model()
     table = net.layout.twin_table()
@@ -66,14 +74,15 @@ def test_a_frozen_network_codes_the_same_from_its_bf16_copy(arch, model, monkeyp
     fast = Predictor(recipe, W)
     assert fast.W16.size == W.size
     payload = fast.encode_frame(DATA)
-    monkeypatch.setattr(codec, "bf16_copy", lambda W, matrices: NO_COPY)
+    monkeypatch.setenv(COPY_SETTING, "0")
     slow = Predictor(recipe, W)
     assert slow.W16.size == 0
     assert slow.encode_frame(DATA) == payload
     assert Predictor(recipe, W).decode_frame(payload, len(DATA)) == DATA
 
 
-def test_the_copy_only_while_frozen_and_exact():
+def test_the_copy_only_while_frozen_and_exact(monkeypatch):
+    monkeypatch.setenv(COPY_SETTING, "1")
     recipe = frozen("gdn", GDN)
     net = recipe.build_model()
     table = net.layout.twin_table()
@@ -88,6 +97,19 @@ def test_the_copy_only_while_frozen_and_exact():
     p.weights_changed()
     assert p.W16.size == 0 and p.net.W16.size == 0 and p.kernel()[1][0].W16.size == 0
     assert bf16_copy(W, table[:0]).size == 0
+
+
+def test_the_copy_where_it_pays_on_this_cpu(monkeypatch):
+    """Unset, the choice is this CPU's measurement (made once); the setting overrides it."""
+    recipe = frozen("gdn", GDN)
+    net = recipe.build_model()
+    W = round_matrices(net.init_params(1), net.layout.twin_table())
+    monkeypatch.delenv(COPY_SETTING, raising=False)
+    faster = copy_measured_faster()
+    assert isinstance(faster, bool) and copy_measured_faster() is faster
+    assert bool(Predictor(recipe, W).W16.size) == faster
+    monkeypatch.setenv(COPY_SETTING, "0")
+    assert Predictor(recipe, W).W16.size == 0
 
 
 def test_prior_files_store_bf16_matrices_exactly(tmp_path):

@@ -50,8 +50,9 @@ def test_log_positive_array_is_log64_bit_for_bit():
 
 
 def test_vector_forms_are_the_scalar_functions_bit_for_bit():
-    """exp_into, silu_vector and sigmoid_vector (the forward's vector passes) give exactly
-    exp64's, silu64's and sigmoid64's bits, over the whole float32 range and the clamps."""
+    """exp_into, silu_vector and sigmoid_vector (the forward's vector passes, built on
+    exp_lane) give exactly exp64's, silu64's and sigmoid64's bits, over the whole float32
+    range and the clamps, into float32 and float64 outputs, apart and in place."""
     from rwkvzip.ops import mathf
 
     rng = np.random.default_rng(6)
@@ -60,13 +61,18 @@ def test_vector_forms_are_the_scalar_functions_bit_for_bit():
                            -103.00001, -200.0, 200.0]]).astype(np.float32)
     x = x32.astype(np.float64)
     out = np.empty_like(x)
-    mathf.exp_into(x, out, np.empty(len(x), dtype=np.int64))
+    mathf.exp_into(x, out)
     assert np.array_equal(out, np.array([mathf.exp64(v) for v in x]))
     for vector, scalar in ((mathf.silu_vector, mathf.silu64),
                            (mathf.sigmoid_vector, mathf.sigmoid64)):
-        got = np.empty_like(x32)
-        vector(x32, got)
-        assert np.array_equal(got, np.array([scalar(v) for v in x32], dtype=np.float32))
+        want = np.array([scalar(v) for v in x32])
+        for dtype in (np.float32, np.float64):
+            got = np.empty(len(x32), dtype=dtype)
+            vector(x32, got)
+            assert np.array_equal(got, want.astype(dtype))
+        in_place = x32.copy()
+        vector(in_place, in_place)
+        assert np.array_equal(in_place, want.astype(np.float32))
 
 
 def test_softmax_is_the_scalar_formula_bit_for_bit():

@@ -23,7 +23,7 @@ from rwkvzip.cm.mixing import MixArrays
 from rwkvzip.coding import coder, precompile, stepper
 from rwkvzip.net import optim
 from rwkvzip.ops import ALPHABET
-from rwkvzip.ops.bf16 import NO_COPY, bf16_copy
+from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, copy_pays
 from rwkvzip.ops.linalg import refresh_twins
 from rwkvzip.recipe import ARCHS, PROB_FLOOR, Recipe
 
@@ -273,11 +273,12 @@ class NetworkPredictor(Predictor):
     def weights_changed(self) -> None:
         """Call after writing into W from outside the kernels: the backward's twins follow,
         and so does a frozen network's bfloat16 copy (kept when its matrices are bfloat16
-        values, ops/bf16.py: the same bits, faster)."""
+        values and the copy is faster on this CPU, ops/bf16.py: the same bits)."""
         if self.WT.size:
             refresh_twins(self.W, self.WT, self.training.twins)
         if training_mode(self.recipe) == stepper.MODE_FROZEN:
-            self.W16 = bf16_copy(self.W, self.model.layout.twin_table())
+            copy = bf16_copy(self.W, self.model.layout.twin_table())
+            self.W16 = copy if copy.size and copy_pays() else NO_COPY
             self.net = self.net._replace(W16=self.W16)
             self._kernel = self._kernel[0], (self.net,) + self._kernel[1][1:]
 

@@ -10,10 +10,18 @@ L2 cache keeps beside the context tables; its bfloat16 copy (0.85 MB) stays ther
 
 A prior's matrices are bfloat16 values when `pretrain.py bf16` rounded them so; the codec
 then keeps the copy for a frozen network (coding/codec.py) and the forward reads it
-(net/common.py, weights_matvec).
+(net/common.py, weights_matvec) -- where the copy pays on this CPU (copy_pays): widening
+costs two vector instructions an element, cheap with AVX-512 (an Intel Xeon: a 128x768
+matvec 5.7 -> 4.5 us, the 128x1 codec about 20 % faster) but not on a Zen 1 EPYC's 128-bit
+units (9.0 -> 19.3 us; that codec 20 % slower). Either way the bits are the same.
 """
 
 from __future__ import annotations
+
+import functools
+import math
+import os
+import time
 
 import numpy as np
 from llvmlite import ir
@@ -75,3 +83,43 @@ def bf16_copy(W: np.ndarray, matrices: np.ndarray) -> np.ndarray:
     if len(matrices) == 0 or not matrices_exact(W, matrices):
         return NO_COPY
     return top_halves(W)
+
+
+COPY_SETTING = "RWKVZIP_BF16_COPY"  # "1": keep a copy wherever exact, "0": never; unset: measured
+CALIBRATION = (4, 128, 768)  # matrices read in turn, their shape: the 128x1 priors' MLP, whose
+# 1.6 MB of float32 (0.8 MB copied) is out of L2 as the forward's matrices are in the codec
+
+
+def copy_pays() -> bool:
+    """Whether a frozen network reads its matrices from a bfloat16 copy on this CPU:
+    COPY_SETTING when set, else whether the copy was the faster one here (measured once a
+    process, about 5 ms). The choice never changes a bit of the output."""
+    setting = os.environ.get(COPY_SETTING, "")
+    if setting in ("0", "1"):
+        return setting == "1"
+    return copy_measured_faster()
+
+
+@functools.cache
+def copy_measured_faster() -> bool:
+    """CALIBRATION's matvecs timed from float32 and from bfloat16 copies, in turn, five
+    rounds; the better round of each decides."""
+    from rwkvzip.ops.linalg import matvec  # linalg imports this module's widening
+
+    count, n_in, n_out = CALIBRATION
+    rng = np.random.default_rng(0)
+    mats32 = [round_to_bf16(rng.standard_normal(n_in * n_out).astype(np.float32))
+              for _ in range(count)]
+    forms = (mats32, [top_halves(M) for M in mats32])
+    x = rng.standard_normal(n_in).astype(np.float32)
+    y = np.empty(n_out, dtype=np.float32)
+    best = [math.inf, math.inf]
+    for _ in range(5):
+        for k, mats in enumerate(forms):
+            matvec(mats[0], x, n_in, n_out, y)  # compiled (or loaded) before the clock
+            t = time.perf_counter()
+            for _ in range(8):
+                for M in mats:
+                    matvec(M, x, n_in, n_out, y)
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best[1] < best[0]

@@ -22,7 +22,7 @@ import numpy as np
 
 from rwkvzip.ops.bf16 import as_float32
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.mathf import exp_into
+from rwkvzip.ops.mathf import exp_lane
 
 MATVEC_JAM = 8  # inputs that one sweep over y adds in (matvec)
 
@@ -114,7 +114,7 @@ def softmax_with_floor(logits, floor, q, p):
     """q = softmax(logits); p = (1 - n*floor) * q + floor, the distribution that is coded.
 
     Every entry of p is finite and at least `floor`, so the range coder can code any byte.
-    The exponentials run as one vector pass (mathf.exp_into, bit for bit exp64); only the
+    The exponentials run as one vector pass (mathf.exp_lane, bit for bit exp64); only the
     max and the sum are sequential, in index order.
     """
     n = logits.shape[0]
@@ -122,14 +122,9 @@ def softmax_with_floor(logits, floor, q, p):
     for i in range(1, n):
         if logits[i] > m:
             m = logits[i]
-    d = np.empty((2, n), dtype=np.float64)
-    bits = np.empty(n, dtype=np.int64)
     for i in range(n):
-        d[0, i] = logits[i] - m  # a float32 difference, as exp64(logits[i] - m) took it
-    e = d[1]
-    exp_into(d[0], e, bits)
-    for i in range(n):
-        q[i] = e[i] if e[i] >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
+        e = exp_lane(np.float64(logits[i] - m))  # a float32 difference, as exp64 took it
+        q[i] = e if e >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
     total = 0.0
     for i in range(n):
         total += q[i]

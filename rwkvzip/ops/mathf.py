@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from rwkvzip.ops.jit import jit
 
@@ -52,67 +55,89 @@ def exp64(x: float) -> float:
 
 
 EXP_ONE_BITS = 1023 << 52  # the bits of 1.0: adding n << 52 gives 2**n for normal n
+ROUND_MAGIC = 6755399441055744.0  # 1.5 * 2**52: n + ROUND_MAGIC holds an integer n in its low bits
+ROUND_MAGIC_BITS = 0x4338000000000000  # the bits of ROUND_MAGIC
+
+
+@intrinsic
+def float64_bits(typingctx, value):
+    """The bits of a float64 as an int64 (a reinterpretation: no instruction)."""
+    if not (isinstance(value, types.Float) and value.bitwidth == 64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(value), codegen
+
+
+@intrinsic
+def bits_float64(typingctx, value):
+    """The float64 whose bits an int64 holds."""
+    if not (isinstance(value, types.Integer) and value.bitwidth == 64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(value), codegen
+
+
+@jit(inline="always")
+def exp_lane(x: float) -> float:
+    """exp64(x) bit for bit, in a form whose loops vectorise on every x86-64 target.
+
+    The range clamps are selects; n stays a float (np.floor, where math.floor converts to
+    int64 and back: scalar code on AVX2, which has no 64-bit float-integer conversion); and
+    2**n is built from n's bits, read off n + ROUND_MAGIC (exact for the n EXP_MIN..EXP_MAX
+    give). 256 exponentials: 2.4 -> 1.8 us on a Zen AVX2 host, with no scratch array."""
+    xi = min(x, EXP_MAX)
+    zero = xi < EXP_MIN
+    xi = max(xi, EXP_MIN)
+    n = np.floor(xi * LOG2E + 0.5)
+    scale = bits_float64(EXP_ONE_BITS + ((float64_bits(n + ROUND_MAGIC) - ROUND_MAGIC_BITS) << 52))
+    r = (xi - n * LN2_HI) - n * LN2_LO
+    p = 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return 0.0 if zero else p * scale
+
+
+@jit(inline="always")
+def sigmoid_lane(x: float) -> float:
+    """sigmoid64(x) bit for bit, for vector loops (exp_lane)."""
+    return 1.0 / (1.0 + exp_lane(-x))
 
 
 @jit
-def exp_into(x, out, bits):
-    """out[i] = exp64(x[i]) bit for bit, for float64 x; out must not be x (in place, LLVM's
-    overlap check sends the loop down its scalar path) and `bits` is int64 scratch of the
-    same length. No branch and no table lookup: the range clamps are selects and 2**n is
-    built from its bits (exact for the n that EXP_MIN..EXP_MAX give), so the loops
-    vectorise (256 exponentials: 5.3 -> 1.9 us)."""
+def exp_into(x, out):
+    """out[i] = exp64(x[i]) bit for bit, in one vector pass. In place (out is x) is correct
+    but takes LLVM's scalar path (its overlap check), so callers keep them apart."""
     for i in range(x.shape[0]):
-        n = math.floor(max(min(x[i], EXP_MAX), EXP_MIN) * LOG2E + 0.5)
-        bits[i] = EXP_ONE_BITS + (int(n) << 52)
-    scale = bits.view(np.float64)
-    for i in range(x.shape[0]):
-        xi = min(x[i], EXP_MAX)
-        zero = xi < EXP_MIN
-        xi = max(xi, EXP_MIN)
-        n = math.floor(xi * LOG2E + 0.5)
-        r = (xi - n * LN2_HI) - n * LN2_LO
-        p = 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
-        out[i] = 0.0 if zero else p * scale[i]
-
-
-@jit
-def exp_of_negated(x):
-    """exp64(-x[i]) for every x[i], float64, in one vector pass (sigmoid and SiLU)."""
-    n = x.shape[0]
-    e = np.empty((2, n), dtype=np.float64)
-    bits = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        e[0, i] = -x[i]
-    exp_into(e[0], e[1], bits)
-    return e[1]
+        out[i] = exp_lane(np.float64(x[i]))
 
 
 @jit
 def silu_vector(x, out):
-    """out[i] = silu64(x[i]) bit for bit for a float32 x (out may be x)."""
-    e = exp_of_negated(x)
+    """out[i] = silu64(x[i]) bit for bit, in one vector pass (out apart from x, exp_into)."""
     for i in range(x.shape[0]):
-        out[i] = x[i] * (1.0 / (1.0 + e[i]))
+        xi = np.float64(x[i])
+        out[i] = xi * sigmoid_lane(xi)
 
 
 @jit
 def sigmoid_vector(x, out):
-    """out[i] = sigmoid64(x[i]) bit for bit (out may be x)."""
-    e = exp_of_negated(x)
+    """out[i] = sigmoid64(x[i]) bit for bit, in one vector pass (out apart from x, exp_into)."""
     for i in range(x.shape[0]):
-        out[i] = 1.0 / (1.0 + e[i])
+        out[i] = sigmoid_lane(np.float64(x[i]))
 
 
 @jit

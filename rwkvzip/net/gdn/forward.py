@@ -41,7 +41,7 @@ from rwkvzip.net.common import (
 )
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import l2_normalize, rms_norm
-from rwkvzip.ops.mathf import exp64, sigmoid64, silu_vector, softplus64
+from rwkvzip.ops.mathf import exp64, sigmoid64, sigmoid_lane, silu_vector, softplus64
 
 # ---- index table I: GDN dims (after the common ones) ------------------------------------
 D_HK, D_HV, D_DK, D_DV, D_KC, D_F = range(4, 10)
@@ -167,7 +167,6 @@ def forward_step(token, W, W16, state, tr, I, floor):
     VD = Hv * dv
     QKV = 2 * KD + VD
     scale = 1.0 / math.sqrt(dk)
-    act64 = np.empty(F, dtype=np.float64)
     embed(token, W, I, tslice(tr, I, 0, S_X_IN, C))
 
     for l in range(L):
@@ -232,9 +231,9 @@ def forward_step(token, W, W16, state, tr, I, floor):
         act = tslice(tr, I, l, S_ACT, F)
         weights_matvec(W, W16, loff(I, l, L_GATE), hn, C, F, gp)
         weights_matvec(W, W16, loff(I, l, L_UP), hn, C, F, up)
-        silu_vector(gp, act64)  # float64, as silu64(gp[f]) * up[f] rounds once
-        for f in range(F):
-            act[f] = act64[f] * up[f]
+        for f in range(F):  # silu64(gp[f]) * up[f], rounded once, in one vector pass
+            g64 = np.float64(gp[f])
+            act[f] = g64 * sigmoid_lane(g64) * up[f]
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
         weights_matvec(W, W16, loff(I, l, L_DOWN), act, F, C, xout)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from rwkvzip.net.common import (
     D_C,
     D_L,
@@ -34,7 +32,7 @@ from rwkvzip.net.common import (
 )
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import group_norm, l2_normalize, layer_norm, matvec
-from rwkvzip.ops.mathf import exp_into, sigmoid_vector, tanh64
+from rwkvzip.ops.mathf import exp_lane, sigmoid_vector, tanh64
 
 # ---- index table I: RWKV-7 dims (after the common ones) ----------------------------------
 D_H, D_N, D_I, D_DW, D_DA, D_DV, D_DG = range(4, 11)
@@ -91,8 +89,6 @@ def forward_step(token, W, W16, state, tr, I, floor):
     Dv = I[D_DV]
     Dg = I[D_DG]
     vfirst = gslice(tr, I, T_VFIRST, C)
-    e64 = np.empty((2, C), dtype=np.float64)  # scratch of the vector transcendentals
-    bits = np.empty(C, dtype=np.int64)
     embed(token, W, I, tslice(tr, I, 0, S_X_IN, C))
 
     for l in range(L):
@@ -155,10 +151,7 @@ def forward_step(token, W, W16, state, tr, I, floor):
             wsig[c] = wsig[c] + w0[c]
         sigmoid_vector(wsig, wsig)
         for c in range(C):
-            e64[0, c] = -wsig[c] * INV_SQRT_E
-        exp_into(e64[0], e64[1], bits)
-        for c in range(C):
-            wdec[c] = e64[1, c]
+            wdec[c] = exp_lane(-wsig[c] * INV_SQRT_E)
 
         # in-context learning rate a = sigmoid(xa A1 A2 + a0)
         ah = tslice(tr, I, l, S_AH, Da)
