@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import CORPUS, ROOT
+from harness import CORPUS, ROOT, cpu_name
 
 try:
     import brotli
@@ -256,16 +256,8 @@ def machine_info() -> dict:
 
     import rwkvzip
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "usable_cpus": usable,
+    return {"cpu": cpu_name(), "logical_cpus": os.cpu_count(), "usable_cpus": usable,
             "platform": platform.platform(), "python": platform.python_version(),
             "numba": numba.__version__, "numpy": numpy.__version__,
             "rwkvzip": rwkvzip.__version__, "git": _git_commit(),

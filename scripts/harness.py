@@ -1,5 +1,6 @@
 """What the measuring scripts share: where the repository and the corpus are, the corpus's
-files, and one timed, verified roundtrip (wall and CPU seconds each way, bits per byte).
+files, the CPU they ran on, and one timed, verified roundtrip (wall and CPU seconds each
+way, bits per byte).
 
 Importing it loads no rwkvzip module (so numba's cache is not set up in scripts that start
 cold subprocesses); `roundtrip` imports the codec when it runs."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,24 @@ def find_corpus() -> Path:
 
 
 CORPUS = find_corpus()
+
+
+def cpu_name() -> str:
+    """The CPU as /proc/cpuinfo names it, with its family and model (a virtual machine's
+    name may not tell an EPYC's generation) and its widest vector extension: sessions land
+    on different machines, and the kernels' speed depends on all three."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return platform.processor() or platform.machine()
+    flags = fields.get("flags", "").split()
+    vectors = next((v for v in ("avx512f", "avx2", "avx", "sse2") if v in flags), "")
+    name = fields.get("model name", platform.machine())
+    return (f"{name} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}; "
+            f"{vectors})")
 
 
 def input_path(path: Path, corpus: Path = CORPUS) -> Path:

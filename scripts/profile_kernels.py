@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from harness import CORPUS
+from harness import CORPUS, cpu_name
 
 from rwkvzip import priors
 from rwkvzip.coding import coder
@@ -41,7 +41,14 @@ from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
 from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 from rwkvzip.net.rwkv7 import forward as KR  # noqa: N812
-from rwkvzip.ops.bf16 import NO_COPY, bf16_copy, round_matrices, round_to_bf16, top_halves
+from rwkvzip.ops.bf16 import (
+    NO_COPY,
+    bf16_copy,
+    copy_measured_faster,
+    round_matrices,
+    round_to_bf16,
+    top_halves,
+)
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import (
     group_norm,
@@ -835,7 +842,9 @@ def profile_levels(data: bytes) -> list[dict]:
 def markdown(report: dict) -> str:
     out = [f"# Profile: µs a byte (`scripts/profile_kernels.py`, {report['machine']})", "",
            f"matvec peak (fixed order, 256×256, in cache): {report['peak_gflops']:.1f} "
-           "GFLOP/s; floor = FLOP / peak.", ""]
+           "GFLOP/s; floor = FLOP / peak.", "",
+           "A frozen network's bfloat16 copy on this CPU (ops/bf16.copy_pays): "
+           + ("kept, faster" if report["bf16_copy_faster"] else "not kept, slower") + ".", ""]
     for net in report["networks"]:
         out += [f"## {net['config']} ({net['parameters']:,} parameters)", "",
                 "| part | µs / byte | kFLOP | floor µs | × floor |", "|---|---:|---:|---:|---:|"]
@@ -872,11 +881,10 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"unknown config {name!r}; known: {', '.join(CONFIGS)}")
     raw = Path(a.file).read_bytes()[:a.bytes]
     data = np.frombuffer(raw, dtype=np.uint8).astype(np.int64)
-    import platform
-
     peak = matvec_peak()
-    report = {"machine": platform.processor() or platform.machine(), "file": Path(a.file).name,
+    report = {"machine": cpu_name(), "file": Path(a.file).name,
               "bytes": len(raw), "peak_gflops": round(peak, 2),
+              "bf16_copy_faster": copy_measured_faster(),
               "networks": [profile_network(n, peak, data[:20_000])
                            for n in a.configs.split(",")],
               "levels": [] if a.no_levels else profile_levels(raw)}
