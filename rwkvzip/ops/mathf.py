@@ -95,14 +95,6 @@ def sigmoid_lane(x: float) -> float:
 
 
 @jit
-def exp_into(x, out):
-    """out[i] = exp64(x[i]) bit for bit, in one vector pass. In place (out is x) is correct
-    but takes LLVM's scalar path (its overlap check), so callers keep them apart."""
-    for i in range(x.shape[0]):
-        out[i] = exp_lane(np.float64(x[i]))
-
-
-@jit
 def silu_vector(x, out):
     """out[i] = silu64(x[i]) bit for bit, in one vector pass (out apart from x, exp_into)."""
     for i in range(x.shape[0]):
@@ -212,6 +204,15 @@ def silu64(x: float) -> float:
 
 
 # Array forms for tests and vectorised callers.
+
+
+@jit
+def exp_into(x, out):
+    """out[i] = exp64(x[i]) in one vector pass (exp_lane in a loop, as the kernels use it).
+    In place (out is x) is correct but takes LLVM's scalar path (its overlap check), so
+    callers keep them apart."""
+    for i in range(x.shape[0]):
+        out[i] = exp_lane(np.float64(x[i]))
 
 
 @jit
