@@ -76,6 +76,7 @@ from rwkvzip.ops.mathf import (
 from rwkvzip.recipe import ARCHS, DEFAULT_LEVEL, LEVELS, PROB_FLOOR, Recipe, level_recipe
 
 DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
+MIN_SECONDS = 0.3  # each timing runs about this long (the smoke tests shorten it)
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
                                 "key_dim": 16, "value_dim": 16, "mlp": 128}),
            "gdn:64x1": ("gdn", {"hidden": 64, "layers": 1, "key_heads": 2, "value_heads": 4,
@@ -577,8 +578,9 @@ def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list
     return rows
 
 
-def timed(fn, *args, min_seconds: float = 0.3) -> float:
-    """Seconds per call of fn(*args, n) for the n that takes about min_seconds."""
+def timed(fn, *args) -> float:
+    """Seconds per call of fn(*args, n) for the n that takes about MIN_SECONDS."""
+    min_seconds = MIN_SECONDS
     fn(*args, 1)
     n = 1
     while True:

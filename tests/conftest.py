@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -64,4 +65,4 @@ def load_script(name: str):
 
 @pytest.fixture
 def tiny_recipe() -> Recipe:
-    return Recipe(model=TINY_CONFIG, optimizer="adam", lr=0.003, seed=7)
+    return Recipe(model=replace(TINY_CONFIG, layers=1), optimizer="adam", lr=0.003, seed=7)

@@ -30,8 +30,8 @@ def test_edge_inputs_roundtrip(data, tiny_recipe):
     assert api.decompress(api.compress(data, tiny_recipe)) == data
 
 
-def test_random_100k_roundtrip(tiny_recipe):
-    data = np.random.default_rng(5).integers(0, 256, 100_000, dtype=np.uint8).tobytes()
+def test_random_70k_roundtrip(tiny_recipe):
+    data = np.random.default_rng(5).integers(0, 256, 70_000, dtype=np.uint8).tobytes()
     blob = api.compress(data, tiny_recipe)
     assert api.decompress(blob) == data
     header = len(container.encode_header(tiny_recipe))
@@ -124,12 +124,14 @@ def test_sgd_step_lowers_the_loss_of_the_byte(tiny_recipe, bptt):
 
 def test_warm_up_compiles_what_each_kind_of_level_runs():
     """warm_up readies the kernels coding and decoding call: count models at -1, the
-    fixed-network kernels (no training code) at -4 and the default, the learning one at -7."""
+    fixed-network kernels (no training code) at -4, the default and -7, the learning one at
+    -9."""
     from rwkvzip.cm import counts
     from rwkvzip.coding import codec, stepper
     from rwkvzip.recipe import level_recipe
 
     for level, kernels in ((1, [counts.run]), (4, [stepper.run_fixed_gdn_path]),
-                           (6, [stepper.run_fixed_gdn_path]), (7, [stepper.run_gdn_path])):
+                           (6, [stepper.run_fixed_gdn_path]), (7, [stepper.run_fixed_gdn_path]),
+                           (9, [stepper.run_gdn_path])):
         codec.warm_up(level_recipe(level))
         assert all(k.signatures for k in kernels), level

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import load_script
 
 
-def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def profile():
+    """The script, loaded once (its timing loops are not cached on disk: the tests share
+    their compiles), each of its timings shortened (a smoke test: the figures need not be
+    steady, only there)."""
+    script = load_script("profile_kernels")
+    script.MIN_SECONDS = 0.05
+    return script
+
+
+def test_profile_reports_every_part_with_its_floor(profile, tmp_path, capsys):
     """(Not named profile.py: on sys.path, that would shadow the standard library's
     profile module, which cProfile and torch import.)"""
-    profile = load_script("profile_kernels")
     out = tmp_path / "p.json"
     text = tmp_path / "t.txt"
     text.write_bytes(b"the network parts of a small GDN, timed on a little text\n" * 200)
@@ -46,14 +57,13 @@ def test_profile_reports_every_part_with_its_floor(tmp_path, capsys):
     assert "× floor" in printed and "from bfloat16 copies" in printed
 
 
-def test_decoder_overhead_is_measured_outside_the_model():
+def test_decoder_overhead_is_measured_outside_the_model(profile):
     """Its two parts, directly: the range decoder inside the kernel (it must give the bytes
     back) and a byte's share of the kernel call once a block."""
     from rwkvzip.cm.mixing import MixConfig
     from rwkvzip.net.gdn.model import GdnConfig
     from rwkvzip.recipe import Recipe
 
-    profile = load_script("profile_kernels")
     recipe = Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=1, key_heads=1,
                                                 value_heads=2, key_dim=16, value_dim=16,
                                                 mlp=64),
@@ -63,7 +73,7 @@ def test_decoder_overhead_is_measured_outside_the_model():
     assert all(0.0 < us < 1000.0 for us in parts.values())
 
 
-def test_rwkv7_backward_by_part():
+def test_rwkv7_backward_by_part(profile):
     """Every part of the backward step timed on a small two-layer RWKV-7 (the value
     residual's low-rank path runs in layer 1), with its floor; the parts are the step's own
     work, so together they are of the order of the whole step."""
@@ -71,7 +81,6 @@ def test_rwkv7_backward_by_part():
 
     from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
 
-    profile = load_script("profile_kernels")
     model = Rwkv7Model(Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8, a_rank=8,
                                    v_rank=8, g_rank=16))
     W = model.init_params(0)
@@ -87,14 +96,13 @@ def test_rwkv7_backward_by_part():
     assert 0.3 * whole < sum(r["us"] for r in parts) < 1.5 * whole
 
 
-def test_tbptt_parts_of_either_architecture():
+def test_tbptt_parts_of_either_architecture(profile):
     """-7's TBPTT step by part on a small network of each architecture (-7 runs a GDN since
     mix-v54, the levels before it an RWKV-7): every part is measured and positive."""
     from rwkvzip.net.gdn.model import GdnConfig
     from rwkvzip.net.rwkv7.model import Rwkv7Config
     from rwkvzip.recipe import Recipe
 
-    profile = load_script("profile_kernels")
     data = b"the parts of a training step, on a little text to learn from\n" * 8
     for arch, model in (("gdn", GdnConfig(hidden=32, layers=1, key_heads=1, value_heads=2,
                                           key_dim=16, value_dim=16, mlp=64)),

@@ -108,7 +108,7 @@ def test_the_column_kind_models_wrapped_text_better():
 def test_each_models_text_better():
     """The text kinds; then each on top of them: the order-2 APM, two-way tables (small
     tables here, so contexts collide often), a third mixer."""
-    data = phrases(300, 1)
+    data = phrases(150, 1)
     plain, text = len(payload(data, PLAIN)), len(payload(data, TEXT))
     assert text < 0.9 * plain
     for extra in ({"sse2": True}, {"ways": 2}, {"ways": 4}, {"selectors": 3}):
