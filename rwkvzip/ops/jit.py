@@ -16,11 +16,11 @@ FASTMATH = frozenset({"nnan", "ninf", "nsz"})
 def _compare_flags_faster() -> None:
     """numba looks its overloads up by the compile flags in force (a TargetConfig of some 40
     options), hashing and comparing them at each overloaded call it types; each time it
-    builds their dict with one property call per option. py-spy put a fifth of a cold
-    compile of -6 there; with the same dict built from a table of each class's defaults,
-    -6 compiled in 60-62 s instead of 67-68 (numba 0.68, an AMD EPYC). Installed only where
-    it gives numba's own answer (checked here on a Flags with options set), so another
-    numba keeps its own."""
+    builds their dict with one property call per option. py-spy put 13 % of a cold compile
+    of -6 there; with the same dict built from a table of each class's defaults, -6
+    compiled in 60-62 s instead of 67-68 in one process (numba 0.68, an AMD EPYC). Installed
+    only where it gives numba's own answer (checked here on a Flags with options set), so
+    another numba keeps its own."""
     from numba.core import compiler, targetconfig
 
     config = targetconfig.TargetConfig
