@@ -360,110 +360,81 @@ def take_path(io, t, data, probs, mixing, decoder):
     return True
 
 
-@jit(inline="always")
-def run(arch, path, data, probs, io, start, net, train, mixing, decoder):
-    """Advance over a block of bytes, doing `io` with each (coder.take_byte: record its
-    distribution in probs[t], or decode it into data[t] first); with `start`, first predict
-    the first byte (a stream's or a document's start). Returns the bytes advanced over
-    (fewer only when a decoded stream is corrupt).
+def learning_kernel(name: str, arch: int, path: bool):
+    """The block kernel of a network that learns, for one architecture and coding: `arch`
+    and `path` are constants of the closure, so numba drops the other network's and the
+    other coding's branches before typing (a level compiles only its own), and the loop is
+    the kernel itself, not a function inlined into it (inlining it took 6 s of each learning
+    kernel's 29 s compile).
 
-    Each entry point below is one top-level kernel that reaches the model, which LLVM
-    optimises as a whole: one kernel instead of three separate loops costs 20 s of
-    compilation instead of ~200 s.
+    run(data, probs, io, start, net, train, mixing, decoder): advance over a block of bytes,
+    doing `io` with each (coder.take_byte: record its distribution in probs[t], or decode it
+    into data[t] first); with `start`, first predict the first byte (a stream's or a
+    document's start). Returns the bytes advanced over (fewer only when a decoded stream is
+    corrupt). It is one top-level kernel that reaches the model, which LLVM optimises as a
+    whole: one kernel instead of three separate loops costs 20 s of compilation instead of
+    ~200 s.
     """
-    if start:
-        begin(arch, path, net, train, mixing)
-    mixed = net.F[F_MIX] != 0.0
-    for t in range(data.shape[0]):
-        if mixed:
-            exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
-        if not take(io, t, data, probs, net, mixing, decoder, path):
-            return t
-        advance(int(data[t]), arch, path, net, train, mixing)
-        if mixed:
-            exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
-    return data.shape[0]
+    def run(data, probs, io, start, net, train, mixing, decoder):
+        if start:
+            begin(arch, path, net, train, mixing)
+        mixed = net.F[F_MIX] != 0.0
+        for t in range(data.shape[0]):
+            if mixed:
+                exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+            if not take(io, t, data, probs, net, mixing, decoder, path):
+                return t
+            advance(int(data[t]), arch, path, net, train, mixing)
+            if mixed:
+                exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+        return data.shape[0]
+
+    run.__name__ = run.__qualname__ = name  # its own name, and its own cache file
+    return jit(run)
 
 
-@jit(inline="always")
-def run_fixed(arch, path, data, probs, io, start, net, mixing, decoder):
-    """`run` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no backward
-    pass or optimizer is reachable from it, so a level whose network does not learn (the
-    default) compiles a fraction of the kernels."""
-    F = net.F
-    if start:
-        begin_fixed(arch, path, net, mixing)
-    mixed = F[F_MIX] != 0.0
-    for t in range(data.shape[0]):
-        if mixed:
-            exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
-        if not take(io, t, data, probs, net, mixing, decoder, path):
-            return t
-        symbol = int(data[t])
-        if mixed:
-            learn_mixing(symbol, 0, mixing, path)
-        predict_fixed(symbol, arch, path, net, mixing)
-        F[F_SEEN] += 1.0
-        if mixed:
-            exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
-    return data.shape[0]
+def fixed_kernel(name: str, arch: int, path: bool):
+    """`learning_kernel` for MODE_NONE and MODE_FROZEN (the same steps, so the same bits): no
+    backward pass or optimizer is reachable from it, so a level whose network does not
+    learn (the default) compiles a fraction of the kernels."""
+    def run_fixed(data, probs, io, start, net, mixing, decoder):
+        F = net.F
+        if start:
+            begin_fixed(arch, path, net, mixing)
+        mixed = F[F_MIX] != 0.0
+        for t in range(data.shape[0]):
+            if mixed:
+                exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+            if not take(io, t, data, probs, net, mixing, decoder, path):
+                return t
+            symbol = int(data[t])
+            if mixed:
+                learn_mixing(symbol, 0, mixing, path)
+            predict_fixed(symbol, arch, path, net, mixing)
+            F[F_SEEN] += 1.0
+            if mixed:
+                exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+        return data.shape[0]
+
+    run_fixed.__name__ = run_fixed.__qualname__ = name
+    return jit(run_fixed)
 
 
 # Entry points, one per architecture and coding (the codec calls these, through
-# ENTRY_POINTS; both are constants in each, so a level compiles only its own network and
-# coding):
+# ENTRY_POINTS; a level compiles only its own network and coding):
 # run_*(data, probs, io, start, net, train, mixing, decoder)  a block, the network learning
 # run_fixed_*(data, probs, io, start, net, mixing, decoder)   the network fixed or absent
 # (*_path: path coding, mix field path_coding)
-@jit
-def run_rwkv7(data, probs, io, start, net, train, mixing, decoder):
-    return run(ARCH_RWKV7, False, data, probs, io, start, net, train, mixing, decoder)
-
-
-@jit
-def run_gdn(data, probs, io, start, net, train, mixing, decoder):
-    return run(ARCH_GDN, False, data, probs, io, start, net, train, mixing, decoder)
-
-
-@jit
-def run_fixed_rwkv7(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_RWKV7, False, data, probs, io, start, net, mixing, decoder)
-
-
-@jit
-def run_fixed_gdn(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_GDN, False, data, probs, io, start, net, mixing, decoder)
-
-
-@jit
-def run_fixed_none(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_NONE, False, data, probs, io, start, net, mixing, decoder)
-
-
-@jit
-def run_rwkv7_path(data, probs, io, start, net, train, mixing, decoder):
-    return run(ARCH_RWKV7, True, data, probs, io, start, net, train, mixing, decoder)
-
-
-@jit
-def run_gdn_path(data, probs, io, start, net, train, mixing, decoder):
-    return run(ARCH_GDN, True, data, probs, io, start, net, train, mixing, decoder)
-
-
-@jit
-def run_fixed_rwkv7_path(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_RWKV7, True, data, probs, io, start, net, mixing, decoder)
-
-
-@jit
-def run_fixed_gdn_path(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_GDN, True, data, probs, io, start, net, mixing, decoder)
-
-
-@jit
-def run_fixed_none_path(data, probs, io, start, net, mixing, decoder):
-    return run_fixed(ARCH_NONE, True, data, probs, io, start, net, mixing, decoder)
-
+run_rwkv7 = learning_kernel("run_rwkv7", ARCH_RWKV7, False)
+run_gdn = learning_kernel("run_gdn", ARCH_GDN, False)
+run_rwkv7_path = learning_kernel("run_rwkv7_path", ARCH_RWKV7, True)
+run_gdn_path = learning_kernel("run_gdn_path", ARCH_GDN, True)
+run_fixed_rwkv7 = fixed_kernel("run_fixed_rwkv7", ARCH_RWKV7, False)
+run_fixed_gdn = fixed_kernel("run_fixed_gdn", ARCH_GDN, False)
+run_fixed_none = fixed_kernel("run_fixed_none", ARCH_NONE, False)
+run_fixed_rwkv7_path = fixed_kernel("run_fixed_rwkv7_path", ARCH_RWKV7, True)
+run_fixed_gdn_path = fixed_kernel("run_fixed_gdn_path", ARCH_GDN, True)
+run_fixed_none_path = fixed_kernel("run_fixed_none_path", ARCH_NONE, True)
 
 ENTRY_POINTS = {  # (arch, path coding): (run, run_fixed)
     (ARCH_RWKV7, False): (run_rwkv7, run_fixed_rwkv7),
