@@ -19,8 +19,8 @@ from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
 
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
 # a kernel that alters a single bit of a probability needs a new contract version.
-NUMERIC_CONTRACT = 2
-SUPPORTED_CONTRACTS = frozenset({1, 2})
+NUMERIC_CONTRACT = 3
+SUPPORTED_CONTRACTS = frozenset({1, 2, 3})
 
 # Smallest probability of any byte (the rest is scaled by 1 - 256 * floor).
 PROB_FLOOR = 2.0**-20
@@ -267,7 +267,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v55"
+DEFAULT_PRESET = "mix-v62"
 
 
 def default_recipe() -> Recipe:
@@ -282,8 +282,8 @@ def default_recipe() -> Recipe:
 # by TBPTT (-8, -9, at a third of -7's speed); the mixing levels code by path coding. The
 # default level is the lowest one that names the default card, so "no level" and it are the
 # same recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v50", 5: "mix-v50",
-          6: "mix-v55", 7: "mix-v60", 8: "mix-v59", 9: "mix-v59"}
+LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v61", 5: "mix-v61",
+          6: "mix-v62", 7: "mix-v63", 8: "mix-v64", 9: "mix-v64"}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

@@ -10,11 +10,12 @@ about the whole forward, which is timed as well. The floor of a part is its mult
 (2 FLOP each) at the rate the fixed-order matrix-vector kernel reaches on a matrix that
 stays in cache (measured here, `peak`); elementwise work (transcendentals, norms) counts
 one FLOP an element, so its floor is small and its ratio shows how far the scalar code is
-from the machine. The level rows run the real codec (Predictor) on FILE (the first N bytes
-of alice29.txt by default): the context models and mixer alone (`net=0`), the frozen
-network mixed in (the default level), the highest level whose network learns (`-9`
-since mix-v58 froze `-7`) mixed and alone, frozen and training by TBPTT, and decoding
-against the encoder's kernel time (the rest is the Python loop, dispatch and
+from the machine. The parts and the whole forward run under the newest numeric contract (3:
+the exponentials in float32 lanes). The level rows run the real codec (Predictor) on FILE
+(the first N bytes of alice29.txt by default): the context models and mixer alone
+(`net=0`), the frozen network mixed in (the default level), the highest level whose network
+learns (`-9` since mix-v58 froze `-7`) mixed and alone, frozen and training by TBPTT, and
+decoding against the encoder's kernel time (the rest is the Python loop, dispatch and
 constriction).
 """
 
@@ -35,7 +36,7 @@ from rwkvzip.coding import coder
 from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor, frame_blocks
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
-from rwkvzip.net.common import narrow_sums
+from rwkvzip.net.common import float32_lanes, narrow_sums
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
@@ -64,8 +65,10 @@ from rwkvzip.ops.linalg import (
     softmax_with_floor,
 )
 from rwkvzip.ops.mathf import (
+    exp32_lane,
     exp64,
     exp_lane,
+    sigmoid32_lane,
     sigmoid64,
     sigmoid_lane,
     sigmoid_vector,
@@ -73,10 +76,19 @@ from rwkvzip.ops.mathf import (
     softplus64,
     tanh64,
 )
-from rwkvzip.recipe import ARCHS, DEFAULT_LEVEL, LEVELS, PROB_FLOOR, Recipe, level_recipe
+from rwkvzip.recipe import (
+    ARCHS,
+    DEFAULT_LEVEL,
+    LEVELS,
+    NUMERIC_CONTRACT,
+    PROB_FLOOR,
+    Recipe,
+    level_recipe,
+)
 
 DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 MIN_SECONDS = 0.3  # each timing runs about this long (the smoke tests shorten it)
+LANES32 = float32_lanes(NUMERIC_CONTRACT)  # the networks' parts run under the newest contract
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
                                 "key_dim": 16, "value_dim": 16, "mlp": 128}),
            "gdn:64x1": ("gdn", {"hidden": 64, "layers": 1, "key_heads": 2, "value_heads": 4,
@@ -102,17 +114,17 @@ def gdn_dims(I):
 
 
 @jit(cache=False)
-def loop_forward(arch, data, W, W16, state, tr, I, floor):
+def loop_forward(arch, data, W, W16, state, tr, I, floor, lanes32):
     for t in range(data.shape[0]):
         if arch == 0:
-            KR.forward_step(data[t], W, W16, state, tr, I, floor)
+            KR.forward_step(data[t], W, W16, state, tr, I, floor, lanes32)
         else:
-            KG.forward_step(data[t], W, W16, state, tr, I, floor)
+            KG.forward_step(data[t], W, W16, state, tr, I, floor, lanes32)
 
 
 @jit(cache=False)
-def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor, scratch,
-                          matrices):
+def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor, lanes32,
+                          scratch, matrices):
     """Each byte's forward step, then its backward step (one byte's gradient; the matrices'
     gradients into the rows of the record in turn, as a segment's steps do); arch 0 is
     RWKV-7, else GDN."""
@@ -123,13 +135,13 @@ def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor, 
             gstate[i] = 0.0
         record_into(rec, t % rec[0].shape[0])
         if arch == 0:
-            KR.forward_step(data[t], W, NO_COPY, state, tr, I, floor)
+            KR.forward_step(data[t], W, NO_COPY, state, tr, I, floor, lanes32)
             rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
-                                         I, floor, scratch, matrices)
+                                         I, floor, lanes32, scratch, matrices)
         else:
-            KG.forward_step(data[t], W, NO_COPY, state, tr, I, floor)
+            KG.forward_step(data[t], W, NO_COPY, state, tr, I, floor, lanes32)
             gdn_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
-                                       I, floor, scratch, matrices)
+                                       I, floor, lanes32, scratch, matrices)
 
 
 @jit(cache=False)
@@ -196,7 +208,7 @@ def rwkv7_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch,
             for i in range(gstate.shape[0]):
                 gstate[i] = 0.0
             rwkv7_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
-                                         scratch, matrices)
+                                         LANES32, scratch, matrices)
 
 
 @jit(cache=False)
@@ -216,7 +228,7 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
             if part == 1:  # the MLP: down, gate and up projections, the SwiGLU's gradient
                 gp = KC.tslice(tr, I, l, KG.S_GP, F)
                 KC.projection_backward(W, G, I, l, KG.L_DOWN, big, g, F, C, big, matrices)
-                sigmoid_vector(gp, sig[:F])
+                sigmoid_vector(gp, sig[:F], LANES32)
                 for f in range(F):  # into another vector: gradients scaled in place again
                     out[f] = big[f] * silu_grad(gp[f], sig[f])  # and again turn denormal
                 KC.projection_backward(W, G, I, l, KG.L_GATE, g, out, C, F, gx, matrices)
@@ -249,7 +261,7 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
                 l2_normalize_backward(c[KD:2 * KD], KC.tslice(tr, I, l, KG.S_KN, KD), gk, Hk,
                                       dk, KG.L2_MIN_NORM, big[KD:2 * KD])
                 cpre = KC.tslice(tr, I, l, KG.S_CPRE, QKV)
-                sigmoid_vector(cpre, sig[:QKV])
+                sigmoid_vector(cpre, sig[:QKV], LANES32)
                 for i in range(QKV):
                     out[i] = big[i] * silu_grad(cpre[i], sig[i])
                 gdn_backward.conv_backward(mem_old, g_mem, KC.lparam(W, I, l, KG.L_CONV,
@@ -274,7 +286,7 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
             for i in range(gstate.shape[0]):
                 gstate[i] = 0.0
             gdn_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
-                                       scratch, matrices)
+                                       LANES32, scratch, matrices)
 
 
 @jit(cache=False)
@@ -304,7 +316,7 @@ def loop_matvec(M, x, n_in, n_out, y, n):
 @jit(cache=False)
 def loop_head(W, tr, I, floor, n):
     for _ in range(n):
-        KC.head_forward(W, NO_COPY, tr, I, floor)
+        KC.head_forward(W, NO_COPY, tr, I, floor, LANES32)
 
 
 @jit(cache=False)
@@ -360,19 +372,23 @@ def rwkv7_part(part, W, state, tr, I, n):
                 wsig = KC.tslice(tr, I, l, KR.S_WSIG, C)
                 wdec = KC.tslice(tr, I, l, KR.S_WDEC, C)
                 matvec(KC.lparam(W, I, l, KR.L_W2, Dw * C), wh, Dw, C, wsig)
-                sigmoid_vector(wsig, wsig)
-                for c in range(C):
-                    wdec[c] = exp_lane(-wsig[c] * KR.INV_SQRT_E)
+                sigmoid_vector(wsig, wsig, LANES32)
+                if LANES32:
+                    for c in range(C):
+                        wdec[c] = exp32_lane(-wsig[c] * KR.INV_SQRT_E32)
+                else:
+                    for c in range(C):
+                        wdec[c] = exp_lane(-wsig[c] * KR.INV_SQRT_E)
                 ah = KC.tslice(tr, I, l, KR.S_AH, Da)
                 a = KC.tslice(tr, I, l, KR.S_A, C)
                 matvec(KC.lparam(W, I, l, KR.L_A1, C * Da), KC.tslice(tr, I, l, KR.S_XAA, C),
                        C, Da, ah)
                 matvec(KC.lparam(W, I, l, KR.L_A2, Da * C), ah, Da, C, a)
-                sigmoid_vector(a, a)
+                sigmoid_vector(a, a, LANES32)
                 gh = KC.tslice(tr, I, l, KR.S_GH, Dg)
                 matvec(KC.lparam(W, I, l, KR.L_G1, C * Dg), KC.tslice(tr, I, l, KR.S_XG, C),
                        C, Dg, gh)
-                sigmoid_vector(gh, gh)
+                sigmoid_vector(gh, gh, LANES32)
                 matvec(KC.lparam(W, I, l, KR.L_G2, Dg * C), gh, Dg, C,
                        KC.tslice(tr, I, l, KR.S_G, C))
                 if l > 0:
@@ -381,7 +397,7 @@ def rwkv7_part(part, W, state, tr, I, n):
                     matvec(KC.lparam(W, I, l, KR.L_V1, C * Dv), KC.tslice(tr, I, l, KR.S_XV, C),
                            C, Dv, vh)
                     matvec(KC.lparam(W, I, l, KR.L_V2, Dv * C), vh, Dv, C, nu)
-                    sigmoid_vector(nu, nu)
+                    sigmoid_vector(nu, nu, LANES32)
             elif part == 4:  # keys (normalised removal key) and WKV state update
                 l2_normalize(KC.tslice(tr, I, l, KR.S_KKPRE, C), H, N, KR.KK_MIN_NORM,
                              KC.tslice(tr, I, l, KR.S_KK, C))
@@ -439,8 +455,10 @@ def gdn_part(part, W, state, tr, I, n):
                 for h in range(Hv):
                     beta[h] = sigmoid64(beta[h])
                     g[h] = exp64(-exp64(a_log[h]) * softplus64(apre[h]))
-                silu_vector(KC.tslice(tr, I, l, KG.S_CPRE, QKV), KC.tslice(tr, I, l, KG.S_C, QKV))
-                silu_vector(KC.tslice(tr, I, l, KG.S_Z, VD), KC.tslice(tr, I, l, KG.S_ZS, VD))
+                silu_vector(KC.tslice(tr, I, l, KG.S_CPRE, QKV), KC.tslice(tr, I, l, KG.S_C, QKV),
+                            LANES32)
+                silu_vector(KC.tslice(tr, I, l, KG.S_Z, VD), KC.tslice(tr, I, l, KG.S_ZS, VD),
+                            LANES32)
             elif part == 3:  # causal conv and the q, k normalisation
                 KG.conv_step(mem, KC.lparam(W, I, l, KG.L_CONV, Kc * QKV),
                              KC.tslice(tr, I, l, KG.S_QKV, QKV), Kc, QKV,
@@ -465,9 +483,14 @@ def gdn_part(part, W, state, tr, I, n):
                 act = KC.tslice(tr, I, l, KG.S_ACT, F)
                 matvec(KC.lparam(W, I, l, KG.L_GATE, C * F), hn, C, F, gp)
                 matvec(KC.lparam(W, I, l, KG.L_UP, C * F), hn, C, F, up)
-                for f in range(F):
-                    g64 = np.float64(gp[f])
-                    act[f] = g64 * sigmoid_lane(g64) * up[f]
+                if LANES32:
+                    for f in range(F):
+                        g32 = gp[f]
+                        act[f] = g32 * sigmoid32_lane(g32) * up[f]
+                else:
+                    for f in range(F):
+                        g64 = np.float64(gp[f])
+                        act[f] = g64 * sigmoid_lane(g64) * up[f]
                 matvec(KC.lparam(W, I, l, KG.L_DOWN, F * C), act, F, C,
                        KC.tslice(tr, I, l, KG.S_XMID, C))
 
@@ -475,7 +498,7 @@ def gdn_part(part, W, state, tr, I, n):
 @jit(cache=False)
 def loop_softmax(logits, floor, q, p, n):
     for _ in range(n):
-        softmax_with_floor(logits, floor, q, p)
+        softmax_with_floor(logits, floor, q, p, LANES32)
 
 
 # ---------------------------------------------------------------- part tables
@@ -556,7 +579,7 @@ def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list
                 narrow_sums(2))
     G = np.zeros_like(W)
     s_old = state.copy()
-    loop_forward(model.arch_id, data[-1:], W, NO_COPY, state, tr, I, PROB_FLOOR)
+    loop_forward(model.arch_id, data[-1:], W, NO_COPY, state, tr, I, PROB_FLOOR, LANES32)
     gstate = np.zeros_like(state)
     scratch = np.zeros(module.backward_scratch_size(I), np.float32)
     rng = np.random.default_rng(3)
@@ -667,9 +690,9 @@ def whole_forward(model, W, W16, state, tr, data: np.ndarray) -> float:
     """µs a byte of the whole forward step over data (W16: its matrices' bfloat16 copy,
     or NO_COPY)."""
     I = model.index
-    loop_forward(model.arch_id, data[:16], W, W16, state, tr, I, PROB_FLOOR)
+    loop_forward(model.arch_id, data[:16], W, W16, state, tr, I, PROB_FLOOR, LANES32)
     t = time.perf_counter()
-    loop_forward(model.arch_id, data, W, W16, state, tr, I, PROB_FLOOR)
+    loop_forward(model.arch_id, data, W, W16, state, tr, I, PROB_FLOOR, LANES32)
     return (time.perf_counter() - t) / len(data) * 1e6
 
 
@@ -765,22 +788,22 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     prior = priors.resolve(recipe)
     pred = Predictor(recipe, None if prior is None else prior.W)
     buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
-    W, I, floor = pred.W, pred.index, PROB_FLOOR
+    W, I, floor, lanes32 = pred.W, pred.index, PROB_FLOOR, float32_lanes(recipe.contract)
     state, tr = pred.state.copy(), pred.trace.copy()
     arch = ARCHS[recipe.arch][1].arch_id
-    loop_forward(arch, buf[:16], W, NO_COPY, state, tr, I, floor)
+    loop_forward(arch, buf[:16], W, NO_COPY, state, tr, I, floor, lanes32)
     t = time.perf_counter()
-    loop_forward(arch, buf, W, NO_COPY, state, tr, I, floor)
+    loop_forward(arch, buf, W, NO_COPY, state, tr, I, floor, lanes32)
     forward = (time.perf_counter() - t) / len(buf)
     G = np.zeros_like(W)
     s_old, gstate = np.zeros_like(state), np.zeros_like(state)
     rec = pred.training.rec
     matrices = (pred.WT, pred.acc, rec, narrow_sums(recipe.contract))  # as stepper.backward
-    loop_forward_backward(arch, buf[:16], W, G, state, s_old, tr, gstate, I, floor,
+    loop_forward_backward(arch, buf[:16], W, G, state, s_old, tr, gstate, I, floor, lanes32,
                           pred.scratch, matrices)
     t = time.perf_counter()
-    loop_forward_backward(arch, buf, W, G, state, s_old, tr, gstate, I, floor, pred.scratch,
-                          matrices)
+    loop_forward_backward(arch, buf, W, G, state, s_old, tr, gstate, I, floor, lanes32,
+                          pred.scratch, matrices)
     both = (time.perf_counter() - t) / (len(buf) - 1)
     T, scope = recipe.bptt, (pred.R, pred.RV)
     step = timed(lambda n: loop_optimizer(W.copy(), pred.O.copy(), G, scope, pred.F.copy(), rec,

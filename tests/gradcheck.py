@@ -19,10 +19,10 @@ def twin_of(model, W, rec=None, contract=1):
 
 
 def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symbols, floor,
-                     matrices=None):
+                     matrices=None, lanes32=0):
     """float32 forward_step over the sequence, then backward_step from the last step back
     (reading the matrices from W, or from their twins; with a record in `matrices`, step j
-    records into its row j)."""
+    records into its row j; lanes32: numeric contract 3's float32 lanes)."""
     matrices = dense_matrices() if matrices is None else matrices
     I = model.index
     state = state0.copy()
@@ -30,7 +30,7 @@ def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symb
     for tok in tokens:
         old = state.copy()
         tr = np.zeros(model.trace_size, np.float32)
-        forward_step(tok, W, NO_COPY, state, tr, I, floor)
+        forward_step(tok, W, NO_COPY, state, tr, I, floor, lanes32)
         steps.append((old, state.copy(), tr))
     G = np.zeros_like(W)
     gstate = np.zeros(model.state_size, np.float32)
@@ -38,8 +38,8 @@ def kernel_gradients(forward_step, backward_step, model, W, state0, tokens, symb
     for j in range(len(tokens) - 1, -1, -1):
         old, new, tr = steps[j]
         record_into(matrices[2], j)
-        backward_step(tokens[j], symbols[j], W, G, old, new, tr, gstate, I, floor, scratch,
-                      matrices)
+        backward_step(tokens[j], symbols[j], W, G, old, new, tr, gstate, I, floor, lanes32,
+                      scratch, matrices)
     return G, gstate
 
 
@@ -95,13 +95,13 @@ def check_deterministic_and_accumulating(forward_step, backward_step, model, W, 
     I = model.index
     state = state0.copy()
     tr = np.zeros(model.trace_size, np.float32)
-    forward_step(1, W, NO_COPY, state, tr, I, floor)
+    forward_step(1, W, NO_COPY, state, tr, I, floor, 0)
     scratch = np.zeros(model.backward_scratch_size(), np.float32)
     G = np.zeros_like(W)
     one = np.zeros_like(W)
     for target in (G, G, one):
         backward_step(1, 2, W, target, state0, state, tr.copy(),
-                      np.zeros(model.state_size, np.float32), I, floor, scratch,
+                      np.zeros(model.state_size, np.float32), I, floor, 0, scratch,
                       dense_matrices())
     np.testing.assert_allclose(G, 2 * one, rtol=1e-6, atol=1e-12)
 

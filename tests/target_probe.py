@@ -81,8 +81,9 @@ def probe_prior() -> bytes:
                               dictionary)
 
 
-# Recipe() is at the newest numeric contract (2: float32 sums in the backward); the two
-# that say contract=1 keep the older training arithmetic covered on every target
+# Recipe() is at the newest numeric contract (3: float32 lanes in the forward, float32 sums in
+# the backward); the two that say contract=1 keep the older arithmetic covered on every
+# target, and the level cards (at the end) the released ones
 RECIPES = {
     "tiny-adam": Recipe(model=Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8,
                                           a_rank=8, v_rank=8, g_rank=16),
@@ -187,6 +188,11 @@ def kernel_digest() -> str:
     out = np.exp(x)
     mathf.log_positive_array(out, np.empty_like(out))
     h.update(out.tobytes())
+    x32 = x.astype(np.float32)
+    for fn in (mathf.sigmoid_vector, mathf.silu_vector):  # numeric contract 3's float32 lanes
+        out32 = np.empty_like(x32)
+        fn(x32, out32, 1)
+        h.update(out32.tobytes())
     return h.hexdigest()
 
 

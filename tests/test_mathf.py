@@ -89,11 +89,68 @@ def test_vector_forms_are_the_scalar_functions_bit_for_bit():
         want = np.array([scalar(v) for v in x32])
         for dtype in (np.float32, np.float64):
             got = np.empty(len(x32), dtype=dtype)
-            vector(x32, got)
+            vector(x32, got, 0)
             assert np.array_equal(got, want.astype(dtype))
         in_place = x32.copy()
-        vector(in_place, in_place)
+        vector(in_place, in_place, 0)
         assert np.array_equal(in_place, want.astype(np.float32))
+
+
+def contract3_exp(x: np.float32) -> np.float32:
+    """exp32_lane as numeric contract 3 defines it, in numpy float32 scalars: IEEE single
+    operations in the same order, no fused multiply-add."""
+    f = np.float32
+    x = min(f(x), mathf.EXP32_MAX)
+    if x < mathf.EXP32_MIN:
+        return f(0.0)
+    n = np.floor(x * mathf.LOG2E_F + f(0.5))
+    r = (x - n * mathf.LN2_HI_F) - n * mathf.LN2_LO_F
+    p = f(1.0 / 5040.0)
+    for c in (1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0):
+        p = p * r + f(c)
+    return p * f(2.0 ** int(n))
+
+
+def test_float32_lanes_are_contract_3_and_accurate():
+    """Numeric contract 3's vector passes (lanes32): exp32 gives the bits of its formula
+    written out in numpy float32, over the whole range and the clamps, and every pass is
+    within float32 rounding of numpy's float64 functions (relative error < 1e-6)."""
+    from rwkvzip.ops.jit import jit
+
+    @jit(cache=False)
+    def exp32_into(x, out):
+        for i in range(x.shape[0]):
+            out[i] = mathf.exp32_lane(x[i])
+
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.normal(0, 30, 20000), rng.uniform(-120, 100, 20000),
+                        np.linspace(-87, 88, 100001),
+                        [-87.0, 88.0, 0.0, -0.0, 1e-30, -1e-30, 88.5, -87.00001, -1e3, 1e3]]
+                       ).astype(np.float32)
+    got = np.empty_like(x)
+    exp32_into(x, got)
+    want = np.array([contract3_exp(v) for v in x[-200:]], dtype=np.float32)
+    assert np.array_equal(got[-200:], want)
+    assert np.array_equal(got[::97], [contract3_exp(v) for v in x[::97]])
+    inside = (x >= -87.0) & (x <= 88.0)
+    ref = np.exp(x[inside].astype(np.float64))
+    assert (np.abs(got[inside] - ref) / ref).max() < 1e-6
+    assert got[-2] == 0.0 and got[-1] == got[-9] and np.isfinite(got).all()
+    grid = GRID.astype(np.float32)
+    g64 = grid.astype(np.float64)
+    sig = 1 / (1 + np.exp(-g64))
+    for vector, ref in ((mathf.sigmoid_vector, sig), (mathf.silu_vector, g64 * sig)):
+        out = np.empty_like(grid)
+        vector(grid, out, 1)
+        mask = np.abs(ref) > 1e-30
+        assert (np.abs(out[mask] - ref[mask]) / np.abs(ref[mask])).max() < 1e-6
+    from rwkvzip.ops.linalg import softmax_with_floor
+
+    logits = rng.normal(0, 5, 256).astype(np.float32)
+    q, p = np.empty(256, np.float32), np.empty(256, np.float32)
+    softmax_with_floor(logits, 2.0**-20, q, p, 1)
+    e = np.exp(logits.astype(np.float64) - logits.max())
+    np.testing.assert_allclose(q, e / e.sum(), rtol=1e-6, atol=1e-12)
 
 
 def test_softmax_is_the_scalar_formula_bit_for_bit():
@@ -124,7 +181,7 @@ def test_softmax_is_the_scalar_formula_bit_for_bit():
     for scale in (0.1, 3.0, 30.0, 300.0):
         logits = (rng.normal(0, scale, 256)).astype(np.float32)
         got = [np.empty(256, dtype=np.float32) for _ in range(4)]
-        softmax_with_floor(logits, 2.0**-20, got[0], got[1])
+        softmax_with_floor(logits, 2.0**-20, got[0], got[1], 0)
         scalar_softmax(logits, 2.0**-20, got[2], got[3])
         assert np.array_equal(got[0], got[2]) and np.array_equal(got[1], got[3])
 

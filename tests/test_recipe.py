@@ -29,7 +29,7 @@ def test_canonical_json_roundtrip(tiny_recipe):
 @pytest.mark.parametrize("change,message", [
     ({"arch": "mamba99"}, "unknown architecture"),
     ({"arch": 1}, "unknown architecture"),
-    ({"contract": 3}, "numeric contract 3 is not supported"),
+    ({"contract": 4}, "numeric contract 4 is not supported"),
     ({"optimizer": "lion"}, "unknown optimizer"),
     ({"lr": "fast"}, "wrong type"),
     ({"seed": -1}, "seed"),

@@ -92,7 +92,7 @@ def run_kernel(model, W, tokens):
     lo = model.trace_global[common.T_LOGITS]
     out = []
     for tok in tokens:
-        rwkv7.forward_step(tok, W, NO_COPY, state, tr, model.index, FLOOR)
+        rwkv7.forward_step(tok, W, NO_COPY, state, tr, model.index, FLOOR, 0)
         out.append(tr[lo:lo + 256].copy())
     return np.array(out), state, tr
 

@@ -484,7 +484,7 @@ def predict(q, CT, S, MX, ST, floor, P):
         z = final_logit(S, MX, X, n, d, z1s[n], z2s[n], z3s[n], selectors, image_live)
         dot[n] = z
         zf[n] = z  # float64: the float32 MX rounds
-    sigmoid_vector(zf[1:], pf64[1:])  # every node's sigmoid64 in one vector pass
+    sigmoid_vector(zf[1:], pf64[1:], 0)  # every node's sigmoid64 in one vector pass
     sse2 = S[S_A3] != 0
     if sse2:
         S[S_A3_ROW] = sse2_row(S)

@@ -65,7 +65,15 @@ import numpy as np
 
 from rwkvzip.cm import context, delta, exe, image, mixer, sheet, syntax
 from rwkvzip.coding import coder
-from rwkvzip.net.common import D_V, T_P, T_Q, gslice, logit_gradient, narrow_sums
+from rwkvzip.net.common import (
+    D_V,
+    T_P,
+    T_Q,
+    float32_lanes,
+    gslice,
+    logit_gradient,
+    narrow_sums,
+)
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as gdn
 from rwkvzip.net.gdn.model import GdnModel
@@ -106,9 +114,11 @@ def forward(arch, token, W, W16, state, tr, I, F):
     branch before typing: a level compiles only its own network. The token is one integer
     type on every path (one signature of forward_step, not three)."""
     if arch == ARCH_RWKV7:
-        rwkv7.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR])
+        rwkv7.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR],
+                           float32_lanes(F[F_CONTRACT]))
     elif arch == ARCH_GDN:
-        gdn.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR])
+        gdn.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR],
+                         float32_lanes(F[F_CONTRACT]))
 
 
 @jit(inline="always")
@@ -119,12 +129,12 @@ def backward(arch, j, token, symbol, net, train, s_old, s_new, tr):
     record_into(train.rec, j)
     if arch == ARCH_RWKV7:
         rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
-                                     s_new, tr, train.gstate, I, F[F_FLOOR], train.scratch,
-                                     matrices)
+                                     s_new, tr, train.gstate, I, F[F_FLOOR],
+                                     float32_lanes(F[F_CONTRACT]), train.scratch, matrices)
     elif arch == ARCH_GDN:
         gdn_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
-                                   s_new, tr, train.gstate, I, F[F_FLOOR], train.scratch,
-                                   matrices)
+                                   s_new, tr, train.gstate, I, F[F_FLOOR],
+                                   float32_lanes(F[F_CONTRACT]), train.scratch, matrices)
 
 
 @jit(inline="always")

@@ -97,9 +97,9 @@ def weights_matvec(W, W16, o, x, n_in, n_out, y):
 
 
 @jit
-def head_forward(W, W16, tr, I, floor):
+def head_forward(W, W16, tr, I, floor, lanes32):
     """Final norm of T_XOUT, LM head plus output bias, softmax and the coded distribution
-    (W16: see weights_matvec)."""
+    (W16: see weights_matvec; lanes32: float32_lanes)."""
     C = I[D_C]
     V = I[D_V]
     xn = gslice(tr, I, T_XN, C)
@@ -110,7 +110,7 @@ def head_forward(W, W16, tr, I, floor):
     bias = gparam(W, I, P_BIAS, V)
     for j in range(V):
         logits[j] += bias[j]
-    softmax_with_floor(logits, floor, gslice(tr, I, T_Q, V), gslice(tr, I, T_P, V))
+    softmax_with_floor(logits, floor, gslice(tr, I, T_Q, V), gslice(tr, I, T_P, V), lanes32)
 
 
 @jit
@@ -147,6 +147,14 @@ def narrow_sums(contract):
     """The `narrow` flag of the backward's matrices: float32 sums (numeric contract 2 and
     later) instead of float64."""
     return 1 if contract >= 2 else 0
+
+
+@jit
+def float32_lanes(contract):
+    """The `lanes32` flag of the forward (and of the GDN backward's recomputed sigmoids):
+    the vector passes of transcendentals in float32 lanes (numeric contract 3 and later)
+    instead of float64."""
+    return 1 if contract >= 3 else 0
 
 
 @jit

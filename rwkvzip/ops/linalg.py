@@ -22,7 +22,7 @@ import numpy as np
 
 from rwkvzip.ops.bf16 import as_float32
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.mathf import exp_lane
+from rwkvzip.ops.mathf import exp32_lane, exp_lane
 
 MATVEC_JAM = 8  # inputs that one sweep over y adds in (matvec)
 
@@ -110,21 +110,26 @@ def l2_normalize(x, groups, size, min_norm, y):
 
 
 @jit
-def softmax_with_floor(logits, floor, q, p):
+def softmax_with_floor(logits, floor, q, p, lanes32):
     """q = softmax(logits); p = (1 - n*floor) * q + floor, the distribution that is coded.
 
     Every entry of p is finite and at least `floor`, so the range coder can code any byte.
-    The exponentials run as one vector pass (mathf.exp_lane, bit for bit exp64); only the
-    max and the sum are sequential, in index order.
+    The exponentials run as one vector pass (mathf.exp_lane, bit for bit exp64; with lanes32,
+    numeric contract 3, exp32_lane); only the max and the sum are sequential, in index order.
     """
     n = logits.shape[0]
     m = logits[0]
     for i in range(1, n):
         if logits[i] > m:
             m = logits[i]
-    for i in range(n):
-        e = exp_lane(np.float64(logits[i] - m))  # a float32 difference, as exp64 took it
-        q[i] = e if e >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
+    if lanes32:
+        for i in range(n):
+            e = exp32_lane(logits[i] - m)
+            q[i] = e if e >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
+    else:
+        for i in range(n):
+            e = exp_lane(np.float64(logits[i] - m))  # a float32 difference, as exp64 took it
+            q[i] = e if e >= 1e-30 else 0.0
     total = 0.0
     for i in range(n):
         total += q[i]

@@ -41,7 +41,14 @@ from rwkvzip.net.common import (
 )
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import l2_normalize, rms_norm
-from rwkvzip.ops.mathf import exp64, sigmoid64, sigmoid_lane, silu_vector, softplus64
+from rwkvzip.ops.mathf import (
+    exp64,
+    sigmoid32_lane,
+    sigmoid64,
+    sigmoid_lane,
+    silu_vector,
+    softplus64,
+)
 
 # ---- index table I: GDN dims (after the common ones) ------------------------------------
 D_HK, D_HV, D_DK, D_DV, D_KC, D_F = range(4, 10)
@@ -152,9 +159,10 @@ def delta_rule_step(S, q, k, v, beta, g, Hk, Hv, dk, dv, scale, u, delta, o):
 
 
 @jit
-def forward_step(token, W, W16, state, tr, I, floor):
+def forward_step(token, W, W16, state, tr, I, floor, lanes32):
     """Run one byte through the network; leaves logits, q = softmax and the coded p in tr.
-    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec)."""
+    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec); lanes32:
+    the SiLUs, the SwiGLU's gate and the softmax in float32 lanes (common.float32_lanes)."""
     C = I[D_C]
     L = I[D_L]
     Hk = I[D_HK]
@@ -196,7 +204,7 @@ def forward_step(token, W, W16, state, tr, I, floor):
         cpre = tslice(tr, I, l, S_CPRE, QKV)
         c = tslice(tr, I, l, S_C, QKV)
         conv_step(mem, lparam(W, I, l, L_CONV, Kc * QKV), qkv, Kc, QKV, cpre)
-        silu_vector(cpre, c)
+        silu_vector(cpre, c, lanes32)
         qn = tslice(tr, I, l, S_QN, KD)
         kn = tslice(tr, I, l, S_KN, KD)
         l2_normalize(c[0:KD], Hk, dk, L2_MIN_NORM, qn)
@@ -215,7 +223,7 @@ def forward_step(token, W, W16, state, tr, I, floor):
         gn_w = lparam(W, I, l, L_GNORM, dv)
         for h in range(Hv):
             rms_norm(o[h * dv:(h + 1) * dv], gn_w, RMS_EPS, dv, on[h * dv:(h + 1) * dv])
-        silu_vector(z, zs)
+        silu_vector(z, zs, lanes32)
         for i in range(VD):
             y[i] = on[i] * zs[i]
         xmid = tslice(tr, I, l, S_XMID, C)
@@ -231,13 +239,18 @@ def forward_step(token, W, W16, state, tr, I, floor):
         act = tslice(tr, I, l, S_ACT, F)
         weights_matvec(W, W16, loff(I, l, L_GATE), hn, C, F, gp)
         weights_matvec(W, W16, loff(I, l, L_UP), hn, C, F, up)
-        for f in range(F):  # silu64(gp[f]) * up[f], rounded once, in one vector pass
-            g64 = np.float64(gp[f])
-            act[f] = g64 * sigmoid_lane(g64) * up[f]
+        if lanes32:
+            for f in range(F):  # silu32(gp[f]) * up[f], in float32 lanes
+                g32 = gp[f]
+                act[f] = g32 * sigmoid32_lane(g32) * up[f]
+        else:
+            for f in range(F):  # silu64(gp[f]) * up[f], rounded once, in one vector pass
+                g64 = np.float64(gp[f])
+                act[f] = g64 * sigmoid_lane(g64) * up[f]
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
         weights_matvec(W, W16, loff(I, l, L_DOWN), act, F, C, xout)
         for i in range(C):
             xout[i] = xmid[i] + xout[i]
 
-    head_forward(W, W16, tr, I, floor)
+    head_forward(W, W16, tr, I, floor, lanes32)

@@ -247,8 +247,8 @@ def wkv_backward(states, inputs, grads, scratch, N, zero):
 
 
 @jit
-def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, scratch,
-                  matrices):
+def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, lanes32,
+                  scratch, matrices):
     """Add d(-ln p[symbol]) / dW of one forward step into G; map gstate back one step.
 
     token      the byte the step read (its embedding row gets the input gradient)
@@ -259,6 +259,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     tr         the trace forward_step left for this step (T_GLOGITS gets dL/dlogits)
     gstate     in: dL/d(state_new) (zeros for a single step); out: dL/d(state_old)
     I, floor   the index table and the output floor the forward used
+    lanes32    the forward's float32-lanes flag, in the signature both architectures share:
+               this backward reads every transcendental's value from the trace, so it
+               computes the same under either
     scratch    float32 work array of at least backward_scratch_size(I) entries
     matrices   (WT, acc, rec): W's matrices as output-major twins (linalg.refresh_twins) and
                a float64 buffer for the input gradients read from them, or an empty WT to
