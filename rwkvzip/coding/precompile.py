@@ -7,10 +7,11 @@ pass when the network learns, then the mixing's learning step; else that step, t
 mixing's prediction. Where both may reach a kernel at once, the helper takes its callees
 from the last to the first, so that the two meet in the middle.
 
-The helper calls (or, for the learning step, only types) those kernels on small fresh
+The helper types those kernels (compiles or loads them without running them) on small fresh
 arrays with exactly the argument types the block kernels pass them (calls between kernels
-are typed by plain types, ops/jit.Kernel), so what it writes to the shared on-disk cache is
-what the first process then loads instead of compiling. It is started only when the warm-up
+are typed by plain types, ops/jit.Kernel), in the form kernels call (ops/callee.py), so what
+it writes to the shared on-disk cache is what the first process then loads instead of
+compiling. It is started only when the warm-up
 is still running after HELPER_DELAY seconds (loading cached kernels takes less), and stopped
 when the warm-up ends.
 
@@ -49,8 +50,8 @@ def small_recipe(recipe: Recipe) -> Recipe:
 
 
 def compile_backward(recipe: Recipe) -> None:
-    """Compile (or load) the network's backward step, as stepper.backward calls it (zero
-    arrays of the model's sizes: the kernel only has to be typed and run once)."""
+    """Compile (or load) the network's backward step, as stepper.backward calls it (typed on
+    zero arrays of the model's sizes)."""
     from rwkvzip.coding import stepper
     from rwkvzip.net.common import dense_matrices, float32_lanes
     from rwkvzip.net.gdn import backward as gdn_backward
@@ -63,11 +64,11 @@ def compile_backward(recipe: Recipe) -> None:
         return np.zeros(n, dtype=np.float32)
 
     W = model.init_params(0)
-    module.backward_step(np.int64(0), np.int64(1), W, zeros(W.size), zeros(model.state_size),
-                         zeros(model.state_size), zeros(model.trace_size),
-                         zeros(model.state_size), model.index, PROB_FLOOR,
-                         float32_lanes(recipe.contract), zeros(model.backward_scratch_size()),
-                         dense_matrices())
+    compile_only(module.backward_step, np.int64(0), np.int64(1), W, zeros(W.size),
+                 zeros(model.state_size), zeros(model.state_size), zeros(model.trace_size),
+                 zeros(model.state_size), model.index, PROB_FLOOR,
+                 float32_lanes(recipe.contract), zeros(model.backward_scratch_size()),
+                 dense_matrices())
 
 
 def learns_by_backward(recipe: Recipe) -> bool:
@@ -136,7 +137,7 @@ def compile_learning_step(m: MixArrays, path: bool) -> None:
 def compile_mixing(recipe: Recipe) -> None:
     """The mixing's kernels: its learning step first (the largest, which the main process
     reaches last), then the prediction (mixer.predict, as stepper.publish calls it, or with
-    path coding mixer.prepare and node_probability), run once on fresh small arrays. In the
+    path coding mixer.prepare and node_probability), typed on fresh small arrays. In the
     other order the main process reached the learning step while the helper was half-way
     through it, and both compiled its kernels in step."""
     from rwkvzip.cm import mixer
@@ -146,18 +147,19 @@ def compile_mixing(recipe: Recipe) -> None:
     compile_learning_step(m, recipe.mix.path_coding)
     q = np.full(ALPHABET, 1.0 / ALPHABET, dtype=np.float32)  # the network's softmax
     if recipe.mix.path_coding:
-        mixer.prepare(q, m.S, m.MX)
-        mixer.node_probability(m.CT, m.S, m.MX, m.ST, 1, 0)
+        compile_only(mixer.prepare, q, m.S, m.MX)
+        compile_only(mixer.node_probability, m.CT, m.S, m.MX, m.ST, 1, 0)
     else:
-        mixer.predict(q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR,
-                      np.zeros(ALPHABET, dtype=np.float32))
+        compile_only(mixer.predict, q, m.CT, m.S, m.MX, m.ST, PROB_FLOOR,
+                     np.zeros(ALPHABET, dtype=np.float32))
 
 
 def compile_only(kernel, *args: object) -> None:
-    """Compile (or load) `kernel` for these arguments' types without running it."""
+    """Compile (or load) `kernel` for these arguments' types, in the form other kernels call
+    (ops/jit.Kernel.for_kernels), without running it."""
     import numba
 
-    kernel.compile(tuple(numba.typeof(a) for a in args))
+    kernel.for_kernels().compile(tuple(numba.typeof(a) for a in args))
 
 
 def _spare_core() -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.registry import CPUDispatcher
 
+from rwkvzip.ops.callee import callee
+
 FASTMATH = frozenset({"nnan", "ninf", "nsz"})
 
 
@@ -58,12 +60,33 @@ class Kernel(CPUDispatcher):
     a fifth of its time on copies. With the constants' plain types (int64, bool) each
     helper compiles once per type signature; the machine code, constants folded in where
     LLVM inlines, and its results are the same.
+
+    Calls from other kernels go to `callee`, the form compiled for them alone
+    (ops/callee.py); Python calls to this one.
     """
+
+    def __init__(self, py_func, locals: dict, targetoptions: dict, cache: bool) -> None:
+        super().__init__(py_func=py_func, locals=locals, targetoptions=targetoptions)
+        if cache:
+            self.enable_caching()
+        self.callee = callee(py_func, locals, targetoptions, cache)
+
+    def for_kernels(self) -> CPUDispatcher:
+        """The dispatcher that compiles this kernel where kernels call it."""
+        return self if self.callee is None else self.callee
 
     def get_call_template(self, args, kws):
         args = tuple(types.unliteral(a) for a in args)
         kws = {k: types.unliteral(v) for k, v in kws.items()}
-        return super().get_call_template(args, kws)
+        if self.callee is None:
+            return super().get_call_template(args, kws)
+        return self.callee.get_call_template(args, kws)
+
+    def get_overload(self, sig):
+        """The compiled form a kernel's call links (numba asks when it lowers the call)."""
+        if self.callee is None:
+            return super().get_overload(sig)
+        return self.callee.get_overload(sig)
 
 
 def jit(func=None, **kwargs):
@@ -84,9 +107,6 @@ def jit(func=None, **kwargs):
     cache = options.pop("cache", True)
 
     def wrap(f):
-        kernel = Kernel(py_func=f, locals={}, targetoptions=options)
-        if cache:
-            kernel.enable_caching()
-        return kernel
+        return Kernel(f, {}, options, cache)
 
     return wrap if func is None else wrap(func)
