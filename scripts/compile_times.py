@@ -1,7 +1,8 @@
 """Where a cold start goes: compile every kernel one level runs, in an empty kernel cache,
 and report each jitted function's compile time (self: without the functions it compiled in
-turn; total: with them) and how many times it was compiled (once per type signature: a
-count above 1 is a function typed by two kinds of argument).
+turn; total: with them) and how many times it was compiled (once per type signature and
+form: a count above 1 is a function typed by two kinds of argument, or one that Python
+calls and other kernels call too, ops/callee.py).
 
     python scripts/compile_times.py [--level 4] [--decode] [--top 25] [--json OUT]
 
