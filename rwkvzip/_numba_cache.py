@@ -21,16 +21,23 @@ def _writable(path: str) -> bool:
         return False
 
 
-def _kernel_fingerprint() -> str:
-    """Hash of the kernel sources (every module with a jitted function): numba only checks a
-    cached function's own file, so an edit to a kernel it inlines from another file would
-    otherwise reuse stale machine code."""
-    package = Path(__file__).parent
+# how every kernel is compiled (its flags, its callees' form): numba's cache index does not
+# record either, so an edit there must start a new cache too
+COMPILER_MODULES = ("ops/jit.py", "ops/callee.py")
+
+
+def _kernel_fingerprint(package: Path | None = None) -> str:
+    """Hash of the kernel sources (every module with a jitted function) and of
+    COMPILER_MODULES: numba only checks a cached function's own file, so an edit to a kernel
+    it inlines from another file would otherwise reuse stale machine code."""
+    package = package or Path(__file__).parent
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         source = path.read_bytes()
-        if b"@jit" in source or b"@intrinsic" in source:  # intrinsics are compiled in too
-            digest.update(path.relative_to(package).as_posix().encode())
+        name = path.relative_to(package).as_posix()
+        # intrinsics are compiled in too
+        if b"@jit" in source or b"@intrinsic" in source or name in COMPILER_MODULES:
+            digest.update(name.encode())
             digest.update(source)
     return digest.hexdigest()[:12]
 

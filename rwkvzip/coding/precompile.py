@@ -11,9 +11,8 @@ The helper types those kernels (compiles or loads them without running them) on 
 arrays with exactly the argument types the block kernels pass them (calls between kernels
 are typed by plain types, ops/jit.Kernel), in the form kernels call (ops/callee.py), so what
 it writes to the shared on-disk cache is what the first process then loads instead of
-compiling. It is started only when the warm-up
-is still running after HELPER_DELAY seconds (loading cached kernels takes less), and stopped
-when the warm-up ends.
+compiling. It is started only when the warm-up is still running after HELPER_DELAY seconds
+(loading cached kernels takes less), and stopped when the warm-up ends.
 
     python -m rwkvzip.coding.precompile RECIPE_JSON
 """
