@@ -76,9 +76,8 @@ class CalleeCompiler(compiler.Compiler):
 
     def compile_extra(self, func):
         if self.state.library is None:
-            library = CalleeLibrary(self.state.targetctx.codegen(), func.__qualname__)
-            library.enable_object_caching()
-            self.state.library = library
+            self.state.library = CalleeLibrary(self.state.targetctx.codegen(),
+                                               func.__qualname__)
         return super().compile_extra(func)
 
 

@@ -78,15 +78,11 @@ class Kernel(CPUDispatcher):
     def get_call_template(self, args, kws):
         args = tuple(types.unliteral(a) for a in args)
         kws = {k: types.unliteral(v) for k, v in kws.items()}
-        if self.callee is None:
-            return super().get_call_template(args, kws)
-        return self.callee.get_call_template(args, kws)
+        return CPUDispatcher.get_call_template(self.for_kernels(), args, kws)
 
     def get_overload(self, sig):
         """The compiled form a kernel's call links (numba asks when it lowers the call)."""
-        if self.callee is None:
-            return super().get_overload(sig)
-        return self.callee.get_overload(sig)
+        return CPUDispatcher.get_overload(self.for_kernels(), sig)
 
 
 def jit(func=None, **kwargs):
