@@ -30,6 +30,7 @@ def test_profile_reports_every_part_with_its_floor(profile, tmp_path, capsys):
                   "--json", str(out)])
     report = json.loads(out.read_text())
     rows = report["networks"][0]["rows"]
+    assert report["networks"][0]["peak_gflops"] > 0  # measured for this table's floors
     names = [r["part"] for r in rows]
     assert names[:len(profile.GDN_PARTS)] == profile.GDN_PARTS
     end = names.index("whole forward step")
@@ -55,6 +56,7 @@ def test_profile_reports_every_part_with_its_floor(profile, tmp_path, capsys):
     assert all(r["float32_us"] > 0 and r["bf16_us"] > 0 for r in sweep)
     printed = capsys.readouterr().out
     assert "× floor" in printed and "from bfloat16 copies" in printed
+    assert "matvec peak" in printed
 
 
 def test_decoder_overhead_is_measured_outside_the_model(profile):
