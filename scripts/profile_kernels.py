@@ -34,7 +34,7 @@ import numpy as np
 from harness import CORPUS, cpu_name
 
 from rwkvzip import priors
-from rwkvzip.coding import coder
+from rwkvzip.coding import coder, stepper
 from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor, frame_blocks
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
@@ -302,6 +302,12 @@ def loop_optimizer(W, O, G, scope, F, rec, steps, n):
 def loop_twins(W, WT, table, n):
     for _ in range(n):
         refresh_twins(W, WT, table)
+
+
+@jit(cache=False)
+def loop_learn_mixing(data, mixing, path):
+    for t in range(data.shape[0]):
+        stepper.learn_mixing(data[t], 0, mixing, path)
 
 
 @jit(cache=False)
@@ -824,6 +830,20 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
             "formation": (step - update) / T * 1e6, "twins": twins / T * 1e6}
 
 
+def learning_share(recipe: Recipe, data: bytes) -> float:
+    """µs a byte of what the context models and mixer do after a byte is coded
+    (stepper.learn_mixing: counters, mixer weights and APMs learn from it, and the context
+    models move on to the next byte's contexts), in a loop of its own over data; the rest of
+    their time is predicting (the counters read at each node, the mixers, the APMs)."""
+    buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+    path = recipe.mix.path_coding
+    loop_learn_mixing(buf[:16], Predictor(recipe).mixing, path)  # compiled before the clock
+    mixing = Predictor(recipe).mixing
+    t = time.perf_counter()
+    loop_learn_mixing(buf, mixing, path)
+    return (time.perf_counter() - t) / len(buf) * 1e6
+
+
 def learning_level() -> int:
     """The highest compression level whose network trains online (lr > 0)."""
     return max(level for level in LEVELS if level_recipe(level).lr > 0)
@@ -835,7 +855,9 @@ def profile_levels(data: bytes) -> list[dict]:
     default = level_recipe(DEFAULT_LEVEL)
     level = learning_level()
     top, tag = level_recipe(level), f"-{level}"
-    cm = per_byte(replace(default, mix=replace(default.mix, network=False), prior=None), data)
+    cm_alone = replace(default, mix=replace(default.mix, network=False), prior=None)
+    cm = per_byte(cm_alone, data)
+    learning = learning_share(cm_alone, data)
     mixed = per_byte(default, data)
     overhead = decoder_overhead(default, data)
     whole_top = per_byte(top, data)["kernel"]
@@ -845,6 +867,10 @@ def profile_levels(data: bytes) -> list[dict]:
     parts = tbptt_parts(alone, data)
     rows = [
         ("context models + mixer (default level, network off)", cm["kernel"]),
+        ("  of which learning from the coded byte and moving on to the next contexts",
+         learning),
+        ("  of which predicting the next byte (counters at each node, mixers, APMs)",
+         cm["kernel"] - learning),
         ("default level (frozen prior mixed in), kernels", mixed["kernel"]),
         ("network's share of the default (forward + its mixer input)",
          mixed["kernel"] - cm["kernel"]),

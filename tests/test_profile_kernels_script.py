@@ -75,6 +75,21 @@ def test_decoder_overhead_is_measured_outside_the_model(profile):
     assert all(0.0 < us < 1000.0 for us in parts.values())
 
 
+@pytest.mark.parametrize("path", [False, True])
+def test_the_context_models_learning_share(profile, path):
+    """What the context models and mixer do after each byte (stepper.learn_mixing), timed in
+    a loop of its own, with and without path coding: a share of the level's time."""
+    from rwkvzip.cm.mixing import MixConfig
+    from rwkvzip.recipe import Recipe
+
+    recipe = Recipe(mix=MixConfig(table_bits=10, match_bits=12, network=False,
+                                  path_coding=path))
+    data = b"the context models learn from every byte, then move on " * 40
+    learning = profile.learning_share(recipe, data)
+    whole = profile.per_byte(recipe, data, coding=False)["kernel"]
+    assert 0.0 < learning < 2.0 * whole
+
+
 def test_rwkv7_backward_by_part(profile):
     """Every part of the backward step timed on a small two-layer RWKV-7 (the value
     residual's low-rank path runs in layer 1), with its floor; the parts are the step's own
