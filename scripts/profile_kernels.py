@@ -833,8 +833,10 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
 def learning_share(recipe: Recipe, data: bytes) -> float:
     """µs a byte of what the context models and mixer do after a byte is coded
     (stepper.learn_mixing: counters, mixer weights and APMs learn from it, and the context
-    models move on to the next byte's contexts), in a loop of its own over data; the rest of
-    their time is predicting (the counters read at each node, the mixers, the APMs)."""
+    models move on to the next byte's contexts), in a loop of its own over data (with no
+    prediction between two bytes, the mixer learns from the last one's inputs: the same work,
+    not the same values); the rest of their time is predicting (the counters read at each
+    node, the mixers, the APMs)."""
     buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
     path = recipe.mix.path_coding
     loop_learn_mixing(buf[:16], Predictor(recipe).mixing, path)  # compiled before the clock
@@ -901,8 +903,8 @@ def profile_levels(data: bytes) -> list[dict]:
 
 def markdown(report: dict) -> str:
     out = [f"# Profile: µs a byte (`scripts/profile_kernels.py`, {report['machine']})", "",
-           "floor = FLOP / peak, the peak that of the fixed-order matvec on a 256×256 matrix "
-           f"in cache, the best of {PEAK_ROUNDS} runs just before each table.", "",
+           "floor = FLOP / peak, the peak being the fixed-order matvec's rate on a 256×256 "
+           f"matrix in cache (the best of {PEAK_ROUNDS} runs, just before each table).", "",
            "A frozen network's bfloat16 copy on this CPU (ops/bf16.copy_pays): "
            + ("kept, faster" if report["bf16_copy_faster"] else "not kept, slower") + ".", ""]
     for net in report["networks"]:
