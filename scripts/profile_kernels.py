@@ -70,12 +70,11 @@ from rwkvzip.ops.mathf import (
     exp32_lane,
     exp64,
     exp_lane,
-    sigmoid32_lane,
     sigmoid64,
-    sigmoid_lane,
     sigmoid_vector,
     silu_vector,
     softplus64,
+    swiglu_vector,
     tanh64,
 )
 from rwkvzip.recipe import (
@@ -492,14 +491,7 @@ def gdn_part(part, W, state, tr, I, n):
                 act = KC.tslice(tr, I, l, KG.S_ACT, F)
                 matvec(KC.lparam(W, I, l, KG.L_GATE, C * F), hn, C, F, gp)
                 matvec(KC.lparam(W, I, l, KG.L_UP, C * F), hn, C, F, up)
-                if LANES32:
-                    for f in range(F):
-                        g32 = gp[f]
-                        act[f] = g32 * sigmoid32_lane(g32) * up[f]
-                else:
-                    for f in range(F):
-                        g64 = np.float64(gp[f])
-                        act[f] = g64 * sigmoid_lane(g64) * up[f]
+                swiglu_vector(gp, up, act, LANES32)
                 matvec(KC.lparam(W, I, l, KG.L_DOWN, F * C), act, F, C,
                        KC.tslice(tr, I, l, KG.S_XMID, C))
 

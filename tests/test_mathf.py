@@ -96,6 +96,25 @@ def test_vector_forms_are_the_scalar_functions_bit_for_bit():
         assert np.array_equal(in_place, want.astype(np.float32))
 
 
+def test_the_swiglu_product_is_silu_times_up_bit_for_bit():
+    """swiglu_vector (the GDN's SwiGLU product): silu64(gate) * up in float64, rounded once
+    to float32; with lanes32, silu_vector's float32 silu times up in float32."""
+    from rwkvzip.ops import mathf
+
+    rng = np.random.default_rng(9)
+    gate = np.concatenate([rng.normal(0, 8, 5000), rng.uniform(-120, 100, 5000),
+                           [0.0, -0.0, 1e-30, 88.5, -200.0]]).astype(np.float32)
+    up = rng.normal(0, 3, len(gate)).astype(np.float32)
+    out = np.empty_like(gate)
+    mathf.swiglu_vector(gate, up, out, 0)
+    silu = np.array([mathf.silu64(v) for v in gate])
+    assert np.array_equal(out, (silu * up.astype(np.float64)).astype(np.float32))
+    silu32 = np.empty_like(gate)
+    mathf.silu_vector(gate, silu32, 1)
+    mathf.swiglu_vector(gate, up, out, 1)
+    assert np.array_equal(out, silu32 * up)
+
+
 def contract3_exp(x: np.float32) -> np.float32:
     """exp32_lane as numeric contract 3 defines it, in numpy float32 scalars: IEEE single
     operations in the same order, no fused multiply-add."""

@@ -163,6 +163,21 @@ def silu_vector(x, out, lanes32):
 
 
 @jit
+def swiglu_vector(gate, up, out, lanes32):
+    """out[i] = silu64(gate[i]) * up[i], rounded once, in one vector pass (the SwiGLU's
+    product; out apart from gate and up); with lanes32 (numeric contract 3), gate[i] *
+    sigmoid32(gate[i]) * up[i] in float32 lanes."""
+    if lanes32:
+        for i in range(gate.shape[0]):
+            g = F32(gate[i])
+            out[i] = g * sigmoid32_lane(g) * up[i]
+    else:
+        for i in range(gate.shape[0]):
+            g = np.float64(gate[i])
+            out[i] = g * sigmoid_lane(g) * up[i]
+
+
+@jit
 def sigmoid_vector(x, out, lanes32):
     """out[i] = sigmoid64(x[i]) bit for bit, in one vector pass (out apart from x, exp_into);
     with lanes32 (numeric contract 3), sigmoid32 in float32 lanes."""

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from rwkvzip.net.common import (
     D_C,
     D_L,
@@ -43,11 +41,10 @@ from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import l2_normalize, rms_norm
 from rwkvzip.ops.mathf import (
     exp64,
-    sigmoid32_lane,
     sigmoid64,
-    sigmoid_lane,
     silu_vector,
     softplus64,
+    swiglu_vector,
 )
 
 # ---- index table I: GDN dims (after the common ones) ------------------------------------
@@ -239,14 +236,7 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         act = tslice(tr, I, l, S_ACT, F)
         weights_matvec(W, W16, loff(I, l, L_GATE), hn, C, F, gp)
         weights_matvec(W, W16, loff(I, l, L_UP), hn, C, F, up)
-        if lanes32:
-            for f in range(F):  # silu32(gp[f]) * up[f], in float32 lanes
-                g32 = gp[f]
-                act[f] = g32 * sigmoid32_lane(g32) * up[f]
-        else:
-            for f in range(F):  # silu64(gp[f]) * up[f], rounded once, in one vector pass
-                g64 = np.float64(gp[f])
-                act[f] = g64 * sigmoid_lane(g64) * up[f]
+        swiglu_vector(gp, up, act, lanes32)
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
         weights_matvec(W, W16, loff(I, l, L_DOWN), act, F, C, xout)
