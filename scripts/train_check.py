@@ -9,13 +9,15 @@ pre-training corpus (networkx). Each kind is cut into samples (about --sample-by
 held-back files; the prior is trained on the samples with training.train (what `rwkvzip
 train` runs), then every held-back file is compressed at the level with its shipped start,
 with the new prior, and with the new prior's weights alone (no dictionary: what the
-dictionary is worth). Prints one table row per file and the totals; --json writes them.
+dictionary is worth). For the JSON lines the generator's entropy (jsonl_entropy_bits) is the
+floor beside them. Prints one table row per file and the totals; --json writes them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -30,29 +32,76 @@ from rwkvzip.recipe import DEFAULT_LEVEL
 PYPI_KIND = "networkx==3.3"
 
 
+# The log generator's distributions: jsonl_lines draws from them, jsonl_entropy_bits
+# measures them
+PATHS = ("/api/v1/orders", "/api/v1/users", "/api/v2/search", "/health", "/login",
+         "/api/v1/orders/{id}/items", "/static/app.js", "/api/v2/reports")
+EVENTS = ("request", "request", "request", "cache_miss", "retry", "error")
+MSGS = ("upstream timed out", "invalid token", "rate limited", "ok", "not found")
+STATUSES = (200, 200, 200, 304, 404)  # of an event that is not an error (which is 500)
+GAP_SCALE = 0.8  # seconds between records: 1 + the integer part of an exponential draw
+USER_ZIPF, USERS = 1.6, 5000  # user ids: a Zipf draw modulo USERS
+ID_LOW, ID_HIGH = 1, 99999  # a path's {id}: uniform in [ID_LOW, ID_HIGH)
+LATENCY_MU, LATENCY_SIGMA = 3.0, 0.8  # ms, log-normal, rounded to 0.1
+START_SPAN = 86400  # a file's first timestamp: a uniform second of the day
+
+
 def jsonl_lines(seed: int, n: int) -> list[str]:
     """Service log records: timestamps, levels, users, paths, latencies, a few messages."""
     rng = np.random.default_rng(seed)
-    paths = ["/api/v1/orders", "/api/v1/users", "/api/v2/search", "/health", "/login",
-             "/api/v1/orders/{id}/items", "/static/app.js", "/api/v2/reports"]
-    events = ["request", "request", "request", "cache_miss", "retry", "error"]
-    msgs = ["upstream timed out", "invalid token", "rate limited", "ok", "not found"]
-    t = 1_764_547_200 + int(rng.integers(0, 86400))
+    t = 1_764_547_200 + int(rng.integers(0, START_SPAN))
     out = []
     for _ in range(n):
-        t += int(rng.exponential(0.8)) + 1
-        ev = events[int(rng.integers(len(events)))]
+        t += int(rng.exponential(GAP_SCALE)) + 1
+        ev = EVENTS[int(rng.integers(len(EVENTS)))]
         rec = {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
                "level": "ERROR" if ev == "error" else "INFO",
-               "event": ev, "user": f"u{int(rng.zipf(1.6)) % 5000:04d}",
-               "path": paths[int(rng.integers(len(paths)))].replace(
-                   "{id}", str(int(rng.integers(1, 99999)))),
-               "status": 500 if ev == "error" else int(rng.choice([200, 200, 200, 304, 404])),
-               "latency_ms": round(float(rng.lognormal(3.0, 0.8)), 1)}
+               "event": ev, "user": f"u{int(rng.zipf(USER_ZIPF)) % USERS:04d}",
+               "path": PATHS[int(rng.integers(len(PATHS)))].replace(
+                   "{id}", str(int(rng.integers(ID_LOW, ID_HIGH)))),
+               "status": 500 if ev == "error" else int(rng.choice(STATUSES)),
+               "latency_ms": round(float(rng.lognormal(LATENCY_MU, LATENCY_SIGMA)), 1)}
         if ev in ("error", "retry"):
-            rec["msg"] = msgs[int(rng.integers(len(msgs)))]
+            rec["msg"] = MSGS[int(rng.integers(len(MSGS)))]
         out.append(json.dumps(rec, separators=(",", ":")))
     return out
+
+
+def _entropy(p: np.ndarray) -> float:
+    p = p[p > 0] / p.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def _choice_entropy(items: tuple) -> float:
+    """Bits of a uniform draw from items, equal items being one outcome."""
+    return _entropy(np.array([items.count(v) for v in dict.fromkeys(items)], dtype=float))
+
+
+def jsonl_entropy_bits(lines: int) -> float:
+    """The generator's entropy for a file of `lines` records, in bits: the expected code
+    length of a coder that knew its distributions exactly (every field's text follows from
+    its draw, and distinct draws print differently), so no compressor can expect to beat it
+    on these files. Fields are drawn independently, so their entropies add."""
+    gap_q = math.exp(-1.0 / GAP_SCALE)  # P(integer part = k) = (1 - q) q^k
+    gap = _entropy((1 - gap_q) * gap_q ** np.arange(400.0))
+    k = np.arange(1, 2_000_001)
+    zipf = k ** -USER_ZIPF
+    zipf_tail = 2_000_000 ** (1 - USER_ZIPF) / (USER_ZIPF - 1)  # mass past k, spread evenly
+    user = _entropy(np.bincount(k % USERS, weights=zipf, minlength=USERS)
+                    + zipf_tail / USERS)
+    with_id = sum("{id}" in p for p in PATHS) / len(PATHS)
+    path = _choice_entropy(PATHS) + with_id * math.log2(ID_HIGH - ID_LOW)
+    tenths = np.arange(0.5, 100_000.5) / 10.0  # edges between the rounded values
+    cdf = 0.5 * (1 + np.array([math.erf((math.log(x) - LATENCY_MU) / (LATENCY_SIGMA
+                                                                     * math.sqrt(2)))
+                               for x in tenths]))
+    latency = _entropy(np.diff(np.concatenate(([0.0], cdf, [1.0]))))
+    p_error = EVENTS.count("error") / len(EVENTS)
+    p_msg = sum(EVENTS.count(e) for e in ("error", "retry")) / len(EVENTS)
+    per_line = (gap + _choice_entropy(EVENTS) + user + path
+                + (1 - p_error) * _choice_entropy(STATUSES) + latency
+                + p_msg * _choice_entropy(MSGS))
+    return lines * per_line + math.log2(START_SPAN)
 
 
 HELD_LINES = (200, 1500, 6000)  # small, medium and large held-back files of JSON lines
@@ -104,6 +153,9 @@ def make_pypi(root: Path, sample_bytes: int, scale: float = 1.0
 
 
 KINDS = {"jsonl": make_jsonl, "pypi": make_pypi}
+# what no compressor can expect to beat on a held-back file of the kind, in bytes, where it
+# is known: the generator's entropy for its records (one a line)
+FLOORS = {"jsonl": lambda data: jsonl_entropy_bits(data.count(b"\n")) / 8}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -140,15 +192,24 @@ def main(argv: list[str] | None = None) -> None:
             base = len(api.compress(data, level=a.level))
             mine = len(api.compress(data, level=a.level, prior=r.prior))
             plain = len(api.compress(data, level=a.level, prior=weights_only))
-            rows.append({"file": f.name, "bytes": len(data), "shipped": base, "trained": mine,
-                         "weights_only": plain})
+            row = {"file": f.name, "bytes": len(data), "shipped": base, "trained": mine,
+                   "weights_only": plain}
+            floor = ""
+            if kind in FLOORS:
+                row["entropy"] = round(FLOORS[kind](data))
+                floor = f"; the generator's entropy {row['entropy']:,}"
+            rows.append(row)
             print(f"  {f.name}: {len(data):,} bytes -> {base:,} (shipped start) / {mine:,} "
-                  f"(trained prior), {mine / base:.3f}x; {plain:,} without its dictionary",
-                  flush=True)
+                  f"(trained prior), {mine / base:.3f}x; {plain:,} without its dictionary"
+                  f"{floor}", flush=True)
         tb, tm = sum(x["shipped"] for x in rows), sum(x["trained"] for x in rows)
         tw = sum(x["weights_only"] for x in rows)
         print(f"  total: {tb:,} -> {tm:,} bytes, {tm / tb:.3f}x ({100 * (1 - tm / tb):.1f} % "
               f"smaller); without the dictionary {tw:,} bytes, {tw / tb:.3f}x", flush=True)
+        if kind in FLOORS:
+            te = sum(x["entropy"] for x in rows)
+            print(f"  the generator's entropy: {te:,} bytes ({te / tb:.3f}x the shipped "
+                  f"start's bytes, {te / tm:.3f}x the trained prior's)", flush=True)
         report.append({"kind": kind, "train_seconds": round(took, 1),
                        "val_before": r.val_before, "val_after": r.val_after,
                        "epochs": r.epochs, "dictionary_bytes": r.dictionary_bytes,

@@ -4,6 +4,7 @@ tiny corpus, and train_check.py on a little generated JSON (no downloads)."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -68,4 +69,40 @@ def test_train_check_on_json_lines(tmp_path, capsys):
     assert all(r["trained"] > 0 and r["shipped"] > 0 and r["weights_only"] > 0
                for r in report[0]["rows"])
     assert 0 < report[0]["dictionary_bytes"] <= 4096
-    assert "total:" in capsys.readouterr().out
+    assert all(0 < r["entropy"] < min(r["trained"], r["shipped"]) for r in report[0]["rows"])
+    out = capsys.readouterr().out
+    assert "total:" in out and "the generator's entropy:" in out
+
+
+def test_the_json_generators_entropy_matches_its_draws():
+    """jsonl_entropy_bits against plug-in entropies of 400,000 draws of each field (a path's
+    {id}, a uniform draw of ~10^5 values, too many to count: log2 of their number)."""
+    check = load_script("train_check")
+    rng = np.random.default_rng(1)
+    n = 400_000
+
+    def plug_in(values) -> float:
+        _, counts = np.unique(values, return_counts=True)
+        p = counts / counts.sum()
+        return float(-(p * np.log2(p)).sum())
+
+    events = rng.integers(len(check.EVENTS), size=n)
+    paths = rng.integers(len(check.PATHS), size=n)
+    with_id = np.mean(["{id}" in check.PATHS[i] for i in paths])
+    ev_names = np.array(check.EVENTS)[events]
+    statuses = rng.choice(check.STATUSES, size=n)  # drawn when the event is not an error
+    msgs = np.where(np.isin(ev_names, ["error", "retry"]),
+                    rng.integers(len(check.MSGS), size=n), -1)
+    fields = [
+        (rng.exponential(check.GAP_SCALE, size=n)).astype(int),
+        np.unique(ev_names, return_inverse=True)[1],
+        rng.zipf(check.USER_ZIPF, size=n) % check.USERS,
+        paths,
+        np.round(rng.lognormal(check.LATENCY_MU, check.LATENCY_SIGMA, size=n), 1),
+    ]
+    sampled = (sum(plug_in(f) for f in fields)
+               + plug_in(statuses[ev_names != "error"]) * np.mean(ev_names != "error")
+               + plug_in(msgs[msgs >= 0]) * np.mean(msgs >= 0)
+               + with_id * math.log2(check.ID_HIGH - check.ID_LOW))
+    exact = check.jsonl_entropy_bits(1000) / 1000 - math.log2(check.START_SPAN) / 1000
+    assert abs(sampled - exact) < 0.002 * exact, (sampled, exact)
