@@ -77,31 +77,39 @@ def _choice_entropy(items: tuple) -> float:
     return _entropy(np.array([items.count(v) for v in dict.fromkeys(items)], dtype=float))
 
 
+def jsonl_field_bits() -> dict[str, float]:
+    """Each field's entropy in bits a record, given the fields before it (level follows from
+    the event, the status from it when it is an error, the timestamp from the gap; a field
+    only some events carry is weighted by how often they occur)."""
+    gap_q = math.exp(-1.0 / GAP_SCALE)  # P(integer part = k) = (1 - q) q^k
+    k = np.arange(1, 2_000_001)
+    zipf = k ** -USER_ZIPF
+    zipf_tail = 2_000_000 ** (1 - USER_ZIPF) / (USER_ZIPF - 1)  # mass past k, spread evenly
+    with_id = sum("{id}" in p for p in PATHS) / len(PATHS)
+    tenths = np.arange(0.5, 100_000.5) / 10.0  # edges between the rounded values
+    cdf = 0.5 * (1 + np.array([math.erf((math.log(x) - LATENCY_MU) / (LATENCY_SIGMA
+                                                                     * math.sqrt(2)))
+                               for x in tenths]))
+    p_error = EVENTS.count("error") / len(EVENTS)
+    p_msg = sum(EVENTS.count(e) for e in ("error", "retry")) / len(EVENTS)
+    return {
+        "ts": _entropy((1 - gap_q) * gap_q ** np.arange(400.0)),
+        "event": _choice_entropy(EVENTS),
+        "user": _entropy(np.bincount(k % USERS, weights=zipf, minlength=USERS)
+                         + zipf_tail / USERS),
+        "path": _choice_entropy(PATHS) + with_id * math.log2(ID_HIGH - ID_LOW),
+        "status": (1 - p_error) * _choice_entropy(STATUSES),
+        "latency_ms": _entropy(np.diff(np.concatenate(([0.0], cdf, [1.0])))),
+        "msg": p_msg * _choice_entropy(MSGS),
+    }
+
+
 def jsonl_entropy_bits(lines: int) -> float:
     """The generator's entropy for a file of `lines` records, in bits: the expected code
     length of a coder that knew its distributions exactly (every field's text follows from
     its draw, and distinct draws print differently), so no compressor can expect to beat it
     on these files. Fields are drawn independently, so their entropies add."""
-    gap_q = math.exp(-1.0 / GAP_SCALE)  # P(integer part = k) = (1 - q) q^k
-    gap = _entropy((1 - gap_q) * gap_q ** np.arange(400.0))
-    k = np.arange(1, 2_000_001)
-    zipf = k ** -USER_ZIPF
-    zipf_tail = 2_000_000 ** (1 - USER_ZIPF) / (USER_ZIPF - 1)  # mass past k, spread evenly
-    user = _entropy(np.bincount(k % USERS, weights=zipf, minlength=USERS)
-                    + zipf_tail / USERS)
-    with_id = sum("{id}" in p for p in PATHS) / len(PATHS)
-    path = _choice_entropy(PATHS) + with_id * math.log2(ID_HIGH - ID_LOW)
-    tenths = np.arange(0.5, 100_000.5) / 10.0  # edges between the rounded values
-    cdf = 0.5 * (1 + np.array([math.erf((math.log(x) - LATENCY_MU) / (LATENCY_SIGMA
-                                                                     * math.sqrt(2)))
-                               for x in tenths]))
-    latency = _entropy(np.diff(np.concatenate(([0.0], cdf, [1.0]))))
-    p_error = EVENTS.count("error") / len(EVENTS)
-    p_msg = sum(EVENTS.count(e) for e in ("error", "retry")) / len(EVENTS)
-    per_line = (gap + _choice_entropy(EVENTS) + user + path
-                + (1 - p_error) * _choice_entropy(STATUSES) + latency
-                + p_msg * _choice_entropy(MSGS))
-    return lines * per_line + math.log2(START_SPAN)
+    return lines * sum(jsonl_field_bits().values()) + math.log2(START_SPAN)
 
 
 HELD_LINES = (200, 1500, 6000)  # small, medium and large held-back files of JSON lines

@@ -75,8 +75,9 @@ def test_train_check_on_json_lines(tmp_path, capsys):
 
 
 def test_the_json_generators_entropy_matches_its_draws():
-    """jsonl_entropy_bits against plug-in entropies of 400,000 draws of each field (a path's
-    {id}, a uniform draw of ~10^5 values, too many to count: log2 of their number)."""
+    """jsonl_field_bits against plug-in entropies of 400,000 draws of each field (a path's
+    {id}, a uniform draw of ~10^5 values, too many to count: log2 of their number), and
+    jsonl_entropy_bits as their sum."""
     check = load_script("train_check")
     rng = np.random.default_rng(1)
     n = 400_000
@@ -86,23 +87,26 @@ def test_the_json_generators_entropy_matches_its_draws():
         p = counts / counts.sum()
         return float(-(p * np.log2(p)).sum())
 
-    events = rng.integers(len(check.EVENTS), size=n)
+    events = np.array(check.EVENTS)[rng.integers(len(check.EVENTS), size=n)]
     paths = rng.integers(len(check.PATHS), size=n)
-    with_id = np.mean(["{id}" in check.PATHS[i] for i in paths])
-    ev_names = np.array(check.EVENTS)[events]
     statuses = rng.choice(check.STATUSES, size=n)  # drawn when the event is not an error
-    msgs = np.where(np.isin(ev_names, ["error", "retry"]),
-                    rng.integers(len(check.MSGS), size=n), -1)
-    fields = [
-        (rng.exponential(check.GAP_SCALE, size=n)).astype(int),
-        np.unique(ev_names, return_inverse=True)[1],
-        rng.zipf(check.USER_ZIPF, size=n) % check.USERS,
-        paths,
-        np.round(rng.lognormal(check.LATENCY_MU, check.LATENCY_SIGMA, size=n), 1),
-    ]
-    sampled = (sum(plug_in(f) for f in fields)
-               + plug_in(statuses[ev_names != "error"]) * np.mean(ev_names != "error")
-               + plug_in(msgs[msgs >= 0]) * np.mean(msgs >= 0)
-               + with_id * math.log2(check.ID_HIGH - check.ID_LOW))
-    exact = check.jsonl_entropy_bits(1000) / 1000 - math.log2(check.START_SPAN) / 1000
-    assert abs(sampled - exact) < 0.002 * exact, (sampled, exact)
+    msgs = rng.integers(len(check.MSGS), size=n)  # drawn for errors and retries
+    not_error, with_msg = events != "error", np.isin(events, ["error", "retry"])
+    sampled = {
+        "ts": plug_in(rng.exponential(check.GAP_SCALE, size=n).astype(int)),
+        "event": plug_in(events),
+        "user": plug_in(rng.zipf(check.USER_ZIPF, size=n) % check.USERS),
+        "path": plug_in(paths) + np.mean(["{id}" in check.PATHS[i] for i in paths])
+        * math.log2(check.ID_HIGH - check.ID_LOW),
+        "status": plug_in(statuses[not_error]) * np.mean(not_error),
+        "latency_ms": plug_in(np.round(rng.lognormal(check.LATENCY_MU, check.LATENCY_SIGMA,
+                                                     size=n), 1)),
+        "msg": plug_in(msgs[with_msg]) * np.mean(with_msg),
+    }
+    exact = check.jsonl_field_bits()
+    assert exact.keys() == sampled.keys()
+    for field, bits in exact.items():
+        assert abs(sampled[field] - bits) < 0.005 * bits + 0.01, (field, sampled[field], bits)
+    per_record = sum(exact.values())
+    assert check.jsonl_entropy_bits(10) == pytest.approx(
+        10 * per_record + math.log2(check.START_SPAN))
