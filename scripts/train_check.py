@@ -1,7 +1,7 @@
 """`rwkvzip train` on data of one kind, measured on held-back files of the same kind.
 
     python scripts/train_check.py [--kinds jsonl,pypi] [--time 600] [--level N]
-        [--sample-bytes 1048576] [--dict-size BYTES] [--out DIR]
+        [--sample-bytes 1048576] [--dict-size BYTES] [--fields] [--out DIR]
 
 Two kinds are made here, neither seen by the shipped priors: JSON lines from a seeded
 generator (service logs), and the Python source tree of a PyPI release that is not in the
@@ -10,7 +10,8 @@ held-back files; the prior is trained on the samples with training.train (what `
 train` runs), then every held-back file is compressed at the level with its shipped start,
 with the new prior, and with the new prior's weights alone (no dictionary: what the
 dictionary is worth). For the JSON lines the generator's entropy (jsonl_entropy_bits) is the
-floor beside them. Prints one table row per file and the totals; --json writes them.
+floor beside them, and --fields splits a held-back file's cost by field against it. Prints
+one table row per file and the totals; --json writes them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -25,9 +27,10 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from costs import byte_costs
 
 from rwkvzip import api, dictionary, priors, training
-from rwkvzip.recipe import DEFAULT_LEVEL
+from rwkvzip.recipe import DEFAULT_LEVEL, level_recipe
 
 PYPI_KIND = "networkx==3.3"
 
@@ -112,6 +115,18 @@ def jsonl_entropy_bits(lines: int) -> float:
     return lines * sum(jsonl_field_bits().values()) + math.log2(START_SPAN)
 
 
+def jsonl_field_costs(data: bytes, level: int) -> dict[str, float]:
+    """Bits a record each field's value bytes cost at the level with its shipped start (keys
+    and punctuation as "syntax"): where the coder pays over jsonl_field_bits."""
+    bits = byte_costs(data, level_recipe(level)).astype(np.float64)
+    field = np.full(len(data), "syntax", dtype=object)
+    text = data.decode()
+    for m in re.finditer(r'"(\w+)":("?)([^",}\n]*)\2', text):
+        field[m.start(3):m.end(3)] = m.group(1)
+    records = max(1, data.count(b"\n"))
+    return {name: float(bits[field == name].sum()) / records for name in dict.fromkeys(field)}
+
+
 HELD_LINES = (200, 1500, 6000)  # small, medium and large held-back files of JSON lines
 
 
@@ -178,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="bytes of the prior's dictionary (rwkvzip train --dict-size)")
     ap.add_argument("--held-scale", type=float, default=1.0,
                     help="scale the held-back files (a quick check: 0.05)")
+    ap.add_argument("--fields", action="store_true",
+                    help="JSON lines: each field's cost a record against its entropy")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     report = []
@@ -218,10 +235,18 @@ def main(argv: list[str] | None = None) -> None:
             te = sum(x["entropy"] for x in rows)
             print(f"  the generator's entropy: {te:,} bytes ({te / tb:.3f}x the shipped "
                   f"start's bytes, {te / tm:.3f}x the trained prior's)", flush=True)
+        fields = {}
+        if a.fields and kind == "jsonl":
+            f = held[len(held) // 2]
+            fields = {"file": f.name, "coded": jsonl_field_costs(f.read_bytes(), a.level),
+                      "entropy": jsonl_field_bits()}
+            print(f"  {f.name}, bits a record, the shipped start: field, coded, entropy")
+            for name, cost in fields["coded"].items():
+                print(f"    {name}: {cost:.2f}, {fields['entropy'].get(name, 0.0):.2f}")
         report.append({"kind": kind, "train_seconds": round(took, 1),
                        "val_before": r.val_before, "val_after": r.val_after,
                        "epochs": r.epochs, "dictionary_bytes": r.dictionary_bytes,
-                       "rows": rows})
+                       "rows": rows, "fields": fields})
     if a.json:
         a.json.write_text(json.dumps(report, indent=1) + "\n")
 

@@ -62,16 +62,19 @@ def test_pretrain_corpus_filters(pretrain):
 def test_train_check_on_json_lines(tmp_path, capsys):
     check = load_script("train_check")
     check.main(["--kinds", "jsonl", "--time", "20", "--epochs", "1", "--sample-bytes", "30000",
-                "--held-scale", "0.02", "--dict-size", "4096", "--out", str(tmp_path), "--json",
-                str(tmp_path / "r.json")])
+                "--held-scale", "0.02", "--dict-size", "4096", "--fields", "--out", str(tmp_path),
+                "--json", str(tmp_path / "r.json")])
     report = json.loads((tmp_path / "r.json").read_text())
     assert report[0]["kind"] == "jsonl" and len(report[0]["rows"]) == 3
     assert all(r["trained"] > 0 and r["shipped"] > 0 and r["weights_only"] > 0
                for r in report[0]["rows"])
     assert 0 < report[0]["dictionary_bytes"] <= 4096
     assert all(0 < r["entropy"] < min(r["trained"], r["shipped"]) for r in report[0]["rows"])
+    fields = report[0]["fields"]
+    assert fields["coded"].keys() >= {"ts", "user", "latency_ms", "syntax"}
+    assert all(bits > 0 for bits in fields["coded"].values())
     out = capsys.readouterr().out
-    assert "total:" in out and "the generator's entropy:" in out
+    assert "total:" in out and "the generator's entropy:" in out and "latency_ms:" in out
 
 
 def test_the_json_generators_entropy_matches_its_draws():
