@@ -267,7 +267,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v62"
+DEFAULT_PRESET = "mix-v65"
 
 
 def default_recipe() -> Recipe:
@@ -283,7 +283,7 @@ def default_recipe() -> Recipe:
 # default level is the lowest one that names the default card, so "no level" and it are the
 # same recipe.
 LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v61", 5: "mix-v61",
-          6: "mix-v62", 7: "mix-v63", 8: "mix-v64", 9: "mix-v64"}
+          6: "mix-v65", 7: "mix-v63", 8: "mix-v66", 9: "mix-v66"}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 
