@@ -17,6 +17,7 @@ one table row per file and the totals; --json writes them.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import re
@@ -80,6 +81,7 @@ def _choice_entropy(items: tuple) -> float:
     return _entropy(np.array([items.count(v) for v in dict.fromkeys(items)], dtype=float))
 
 
+@functools.cache
 def jsonl_field_bits() -> dict[str, float]:
     """Each field's entropy in bits a record, given the fields before it (level follows from
     the event, the status from it when it is an error, the timestamp from the gap; a field
