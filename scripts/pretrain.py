@@ -3,6 +3,8 @@
     python scripts/pretrain.py corpus --out DIR [--install] [--cap-scale X] [--sources v3]
     python scripts/pretrain.py train --corpus DIR --name NAME --arch rwkv7 \
         --set hidden=64,layers=1 --time SECONDS [--epochs N] [--work DIR]
+    python scripts/pretrain.py train --trainer torch --corpus DIR --name NAME \
+        [--from PRIOR] [--device cuda] --time SECONDS [--batch B --window T --lr LR]
     python scripts/pretrain.py export --corpus DIR --name NAME [--work DIR] -o FILE
     python scripts/pretrain.py shrink --from PRIOR --mlp N --name NAME [--work DIR]
     python scripts/pretrain.py bf16 --from PRIOR -o FILE [--corpus DIR]
@@ -22,12 +24,14 @@ split); the manifest's digest goes into the prior.
 Adam) over the training documents for many epochs, each from a zero state, in the
 background if you like (`nohup ... &`): it logs to WORK/NAME.log and checkpoints to
 WORK/NAME.ckpt.npz every few minutes, and a second `train` with the same name resumes.
-`export` writes the prior file, then reloads it and checks that the numba forward gives
-the trainer's validation loss (within 0.5 %). `shrink` starts a torch run from a GDN prior
-with a narrower MLP (its N strongest units kept): a faster network that inherits the
-prior's training, for `train --trainer torch --name NAME` to fine-tune. `bf16` rounds a
-prior's matrices to bfloat16 and stores them so: a frozen network then runs from a copy half
-the size (rwkvzip/ops/bf16.py), with the same bits.
+`--trainer torch` is the batched trainer (scripts/torchnet.py), on the CPU or, with
+`--device cuda`, a GPU; `--from PRIOR` starts it from a prior's weights with a fresh
+optimizer (a warm restart). `export` writes the prior file, then reloads it and checks
+that the numba forward gives the trainer's validation loss (within 0.5 %). `shrink`
+starts a torch run from a GDN prior with a narrower MLP (its N strongest units kept): a
+faster network that inherits the prior's training, for `train --trainer torch --name NAME`
+to fine-tune. `bf16` rounds a prior's matrices to bfloat16 and stores them so: a frozen
+network then runs from a copy half the size (rwkvzip/ops/bf16.py), with the same bits.
 """
 
 from __future__ import annotations
@@ -332,26 +336,40 @@ def cmd_train_torch(a: argparse.Namespace) -> None:
     ckpt = Path(a.work) / f"{a.name}.torch.pt"
     log_to(log_path)
     if ckpt.exists():
-        recipe = Recipe.from_dict(torchnet.load_run(ckpt)["extra"]["recipe"])
+        if a.source:
+            sys.exit(f"train: {ckpt} exists (a run of that name has started); drop --from "
+                     "to resume it")
+        extra = torchnet.load_run(ckpt)["extra"]
+        recipe = Recipe.from_dict(extra["recipe"])
+        model = recipe.build_model()
+        W = model.init_params(recipe.seed)  # fit loads the checkpoint's weights
+    elif a.source:
+        prior = priors.load_prior(a.source)
+        model, W = prior.model, np.array(prior.W)
+        recipe = replace(pretrain_recipe(model.arch, ""), model=model.cfg)
+        extra = {"recipe": recipe.to_dict(), "started_from": prior.digest}
+        log(f"{a.name}: starts from {prior.name} ({priors.short(prior.digest)})")
     else:
         recipe = pretrain_recipe(a.arch, a.set)
-    model = recipe.build_model()
-    net = torchnet.make_net(model, model.init_params(recipe.seed))
+        model = recipe.build_model()
+        W = model.init_params(recipe.seed)
+        extra = {"recipe": recipe.to_dict()}
+    net = torchnet.make_net(model, W, device=a.device)
     sched = torchnet.Schedule(lr=a.lr or torchnet.Schedule.lr, batch=a.batch,
                               window=a.window)
     train = [d for d in docs if d.split == "train"]
     val = validation(docs)
     log(f"{a.name}: torch trainer, {recipe.arch} {recipe.model}, {model.layout.size:,} "
         f"parameters; {man['train_bytes']:,} training bytes, {len(val)} validation "
-        f"documents; {sched}")
+        f"documents; {sched}; on {net.device}")
     prog = torchnet.fit(net, train, sched, a.time, seed=a.seed, checkpoint=ckpt,
-                        checkpoint_every=a.checkpoint_every, log=log,
-                        extra={"recipe": recipe.to_dict()})
+                        checkpoint_every=a.checkpoint_every, log=log, extra=extra)
     val_bpb = torchnet.evaluate(net, val)
     log(f"{a.name}: {prog.bytes_trained:,} bytes in {prog.seconds:.0f} s, "
         f"{prog.steps} steps; validation {val_bpb} bpb")
     info = {"trainer": "torch", "recipe": recipe.to_dict(), "manifest": man["digest"],
             "val_bpb": val_bpb, "schedule": sched.__dict__, "steps": prog.steps,
+            "device": str(net.device), **{k: v for k, v in extra.items() if k != "recipe"},
             "bytes_trained": prog.bytes_trained, "seconds": round(prog.seconds, 1),
             "epochs": round(prog.bytes_trained / man["train_bytes"], 3),
             "history": prog.history}
@@ -452,7 +470,9 @@ def cmd_export(a: argparse.Namespace) -> None:
     training_info["data"] = {s["name"]: s["bytes"] for s in man["sources"]}
     if info.get("trainer") == "torch":
         training_info["trainer"] = {"tool": "torch", "steps": info["steps"],
-                                    **info["schedule"]}
+                                    **info["schedule"],
+                                    **{k: info[k] for k in ("device", "started_from",
+                                                            "shrunk_from") if k in info}}
     else:
         training_info["averaged"] = info.get("averaged")
         training_info["trainer"] = {"bptt": recipe.bptt, "lr": recipe.lr,
@@ -500,6 +520,9 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--batch", type=int, default=128, help="torch: documents side by side")
     t.add_argument("--window", type=int, default=128, help="torch: bytes of BPTT a step")
     t.add_argument("--threads", type=int, default=1, help="torch: CPU threads")
+    t.add_argument("--device", default="cpu", help="torch: where to train (cpu, cuda)")
+    t.add_argument("--from", dest="source",
+                   help="torch: start a new run from this prior file's weights")
     sub.choices["export"].add_argument("-o", "--output", required=True)
     s = sub.add_parser("shrink", help="start a torch run from a GDN prior with a narrower MLP")
     s.add_argument("--from", dest="source", required=True, help="the prior file")

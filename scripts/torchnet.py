@@ -338,6 +338,17 @@ class TorchNet(torch.nn.Module):
     def p(self, name: str) -> torch.Tensor:
         return self.params[self._by[name]]
 
+    @property
+    def device(self) -> torch.device:
+        return self.params[0].device
+
+    def tensor(self, a: np.ndarray) -> torch.Tensor:
+        """A batch array on the net's device."""
+        return torch.from_numpy(a).to(self.device)
+
+    def zeros(self, *shape: int) -> torch.Tensor:
+        return torch.zeros(*shape, device=self.device)
+
     def flat(self) -> np.ndarray:
         """The weights in rwkvzip's flat layout (for a prior file)."""
         W = np.zeros(self.model.layout.size, dtype=np.float32)
@@ -377,8 +388,8 @@ class GdnNet(TorchNet):
         c = self.cfg
         out = []
         for _ in range(c.layers):
-            out.append(torch.zeros(batch, c.qkv_dim, c.conv_kernel - 1))
-            out.append(torch.zeros(batch, c.value_heads, c.key_dim, c.value_dim))
+            out.append(self.zeros(batch, c.qkv_dim, c.conv_kernel - 1))
+            out.append(self.zeros(batch, c.value_heads, c.key_dim, c.value_dim))
         return out
 
     def forward(self, tokens, state):
@@ -437,8 +448,8 @@ class Rwkv7Net(TorchNet):
         c = self.cfg
         out = []
         for _ in range(c.layers):
-            out += [torch.zeros(batch, c.hidden), torch.zeros(batch, c.hidden),
-                    torch.zeros(batch, c.heads, HEAD_SIZE, HEAD_SIZE)]
+            out += [self.zeros(batch, c.hidden), self.zeros(batch, c.hidden),
+                    self.zeros(batch, c.heads, HEAD_SIZE, HEAD_SIZE)]
         return out
 
     def forward(self, tokens, state):
@@ -497,8 +508,16 @@ class Rwkv7Net(TorchNet):
 NETS = {"gdn": GdnNet, "rwkv7": Rwkv7Net}
 
 
-def make_net(model, W: np.ndarray, recurrence: str = "numba") -> TorchNet:
-    return NETS[model.arch](model, W, recurrence)
+def make_net(model, W: np.ndarray, recurrence: str = "numba", device: str = "cpu"
+             ) -> TorchNet:
+    """The net on `device`; off the CPU the recurrences are the autograd loops (the numba
+    kernels work on host arrays)."""
+    if torch.device(device).type != "cpu":
+        recurrence = "loop"
+        # Full float32 products, as the kernels compute (no TF32 in matmul or conv).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return NETS[model.arch](model, W, recurrence).to(device)
 
 
 def code_bits(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -545,7 +564,7 @@ class Lanes:
 
 
 def reset_lanes(state: list[torch.Tensor], fresh: np.ndarray) -> list[torch.Tensor]:
-    keep = torch.from_numpy(~fresh).float()
+    keep = torch.from_numpy(~fresh).float().to(state[0].device)
     return [s.detach() * keep.reshape(-1, *([1] * (s.dim() - 1))) for s in state]
 
 
@@ -583,9 +602,9 @@ def evaluate(net: TorchNet, docs: list[Document], batch: int = 64, window: int =
         per_doc = np.zeros(len(group))
         for lo in range(0, max(len(d) for d in data), window):
             inp, tgt, mask = windows_of([(d, lo) for d in data], window)
-            logits, state = net(torch.from_numpy(inp), state)
-            b = code_bits(logits, torch.from_numpy(tgt)) * torch.from_numpy(mask)
-            per_doc += b.sum(1).double().numpy()
+            logits, state = net(net.tensor(inp), state)
+            b = code_bits(logits, net.tensor(tgt)) * net.tensor(mask)
+            per_doc += b.sum(1).double().cpu().numpy()
         for d, bd in zip(group, per_doc, strict=True):
             bits[d.source] = bits.get(d.source, 0.0) + bd
             size[d.source] = size.get(d.source, 0) + len(d.data)
@@ -637,7 +656,7 @@ def save_run(path: Path, net: TorchNet, opt: torch.optim.Optimizer, prog: Progre
 
 
 def load_run(path: Path) -> dict:
-    return torch.load(path, weights_only=False)
+    return torch.load(path, weights_only=False, map_location="cpu")
 
 
 def fit(net: TorchNet, train: list[Document], sched: Schedule, seconds: float, *,
@@ -675,9 +694,8 @@ def fit(net: TorchNet, train: list[Document], sched: Schedule, seconds: float, *
             group["lr"] = lr
         inp, tgt, mask, fresh = lanes.window()
         state = reset_lanes(state, fresh)
-        logits, state = net(torch.from_numpy(inp), state)
-        m = torch.from_numpy(mask)
-        bits = code_bits(logits, torch.from_numpy(tgt)) * m
+        logits, state = net(net.tensor(inp), state)
+        bits = code_bits(logits, net.tensor(tgt)) * net.tensor(mask)
         n = float(mask.sum())
         loss = bits.sum() / max(n, 1.0)
         opt.zero_grad(set_to_none=True)

@@ -167,3 +167,44 @@ def test_pretrain_shrink_starts_a_narrower_run_from_a_prior(tmp_path, capsys):
     out = tmp_path / "s.safetensors"
     pretrain.main(["export", *corpus_args, "-o", str(out)])
     assert priors.load_prior(out).model.cfg.mlp == 29
+
+
+def test_pretrain_torch_starts_a_run_from_a_prior(tmp_path, capsys):
+    """`train --trainer torch --from PRIOR`: the prior's weights, a fresh run; the export
+    records where it started. A second --from on a started run is refused."""
+    pretrain = load_script("pretrain")
+    tiny_corpus(tmp_path / "corpus")
+    model = pretrain.pretrain_recipe("gdn", GDN_TINY).build_model()
+    W = model.init_params(5)
+    src = tmp_path / "src.safetensors"
+    digest = priors.save_prior(src, model, W, "0" * 64, {})
+    work = tmp_path / "work"
+    args = ["--corpus", str(tmp_path / "corpus"), "--name", "f", "--work", str(work)]
+    train = ["train", *args, "--trainer", "torch", "--batch", "4", "--window", "32"]
+    pretrain.main([*train, "--from", str(src), "--time", "0"])  # no step: the prior as it was
+    run = torch.load(work / "f.torch.pt", weights_only=False)
+    assert np.array_equal(run["W"], W) and run["progress"]["steps"] == 0
+    with pytest.raises(SystemExit, match="exists"):
+        pretrain.main([*train, "--from", str(src), "--time", "2"])
+    pretrain.main([*train, "--time", "2"])  # resumes from the prior's weights
+    assert json.loads((work / "f.json").read_text())["started_from"] == digest
+    out = tmp_path / "f.safetensors"
+    pretrain.main(["export", *args, "-o", str(out)])
+    assert priors.load_prior(out).training["trainer"]["started_from"] == digest
+    assert "reproduce" not in capsys.readouterr().out
+
+
+def test_the_autograd_loops_train_and_evaluate_as_off_the_cpu(tn, tmp_path):
+    """Off the CPU the net runs its recurrences as the autograd loops; here on the CPU, the
+    same path evaluates as the numba kernels do and trains."""
+    tiny_corpus(tmp_path / "corpus")
+    docs, _ = corpus.load(tmp_path / "corpus")
+    model = load_script("pretrain").pretrain_recipe("gdn", GDN_TINY).build_model()
+    W = model.init_params(2)
+    loop = tn.make_net(model, W, recurrence="loop")
+    fast = tn.make_net(model, W)
+    val = docs[:3]
+    a, b = tn.evaluate(loop, val, window=64), tn.evaluate(fast, val, window=64)
+    assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-3 for k in a)
+    prog = tn.fit(loop, docs, tn.Schedule(batch=2, window=16), 0.5)
+    assert prog.steps > 0 and not np.array_equal(loop.flat(), W)
