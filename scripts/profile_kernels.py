@@ -2,7 +2,8 @@
 context models and mixer, and the decoder's own overhead, beside each part's FLOP floor.
 
     python scripts/profile_kernels.py [FILE] [--configs gdn:32x1,rwkv7:64x1,rwkv7:128x2]
-        [--bytes N] [--no-levels] [--footprint 128x768:1,2,4,6,8] [--json OUT] [--md OUT]
+        [--bytes N] [--no-levels] [--footprint 128x768:1,2,4,6,8]
+        [--level-shapes gdn:64x1,gdn:128x1m256] [--json OUT] [--md OUT]
 
 Network parts are timed by running the forward's own kernels (rwkvzip/net/) on the model's
 own arrays, part by part, in numba loops (no Python in the timing); they add up to about
@@ -98,6 +99,17 @@ CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "valu
            "gdn:128x1": ("gdn", {"hidden": 128, "layers": 1, "key_heads": 2, "value_heads": 4,
                                  "key_dim": 32, "value_dim": 32, "mlp": 768}),
            "gdn:128x2": ("gdn", {"hidden": 128, "layers": 2}),
+           # narrower MLPs and a width between, for --level-shapes
+           "gdn:64x1m256": ("gdn", {"hidden": 64, "layers": 1, "key_heads": 2, "value_heads": 4,
+                                    "key_dim": 16, "value_dim": 16, "mlp": 256}),
+           "gdn:96x1": ("gdn", {"hidden": 96, "layers": 1, "key_heads": 2, "value_heads": 4,
+                                "key_dim": 24, "value_dim": 24, "mlp": 384}),
+           "gdn:128x1m256": ("gdn", {"hidden": 128, "layers": 1, "key_heads": 2,
+                                     "value_heads": 4, "key_dim": 32, "value_dim": 32,
+                                     "mlp": 256}),
+           "gdn:128x1m512": ("gdn", {"hidden": 128, "layers": 1, "key_heads": 2,
+                                     "value_heads": 4, "key_dim": 32, "value_dim": 32,
+                                     "mlp": 512}),
            "rwkv7:64x1": ("rwkv7", {"hidden": 64, "layers": 1, "ffn": 512}),
            "rwkv7:128x2": ("rwkv7", {"hidden": 128, "layers": 2})}
 
@@ -709,11 +721,14 @@ def row(label: str, us: float, flops: int, peak: float) -> dict:
             "floor_us": round(floor, 3), "x_floor": round(us / floor, 1) if floor else None}
 
 
-def per_byte(recipe: Recipe, data: bytes, coding: bool = True) -> dict[str, float]:
-    """µs a byte of the predictor over data: its kernels alone (the encoder's block calls,
-    no coder) and, with `coding`, encoding and decoding what it encoded."""
-    prior = priors.resolve(recipe)
-    weights = None if prior is None else prior.W
+def per_byte(recipe: Recipe, data: bytes, coding: bool = True,
+             weights: np.ndarray | None = None) -> dict[str, float]:
+    """µs a byte of the predictor over data (its prior's weights, or `weights`): its kernels
+    alone (the encoder's block calls, no coder) and, with `coding`, encoding and decoding
+    what it encoded."""
+    if weights is None:
+        prior = priors.resolve(recipe)
+        weights = None if prior is None else prior.W
 
     def predictor() -> Predictor:
         return Predictor(recipe, weights)
@@ -893,6 +908,31 @@ def profile_levels(data: bytes) -> list[dict]:
     return [{"part": part, "us": round(us, 2)} for part, us in rows]
 
 
+def level_shapes(names: list[str], data: bytes, rounds: int = 3,
+                 base: Recipe | None = None) -> list[dict]:
+    """µs a byte of the default level's kernels with each network of `names` (CONFIGS) in its
+    prior's place, frozen, from random weights in float32 and rounded to bfloat16 (the copy
+    is kept where ops/bf16 finds it faster): which networks the default's speed bound has
+    room for. All run in turn `rounds` times, the least of each (this machine drifts).
+    `base`: another level's recipe (the smoke test's small one)."""
+    base = base or level_recipe(DEFAULT_LEVEL)
+    runs = []
+    for name in names:
+        arch, cfg = CONFIGS[name]
+        recipe = replace(base, arch=arch, model=ARCHS[arch][0](**cfg), prior=None)
+        model = recipe.build_model()
+        W = model.init_params(0)
+        runs += [(name, "float32", recipe, W, model.layout.size),
+                 (name, "bfloat16", recipe,
+                  round_matrices(W.copy(), model.layout.twin_table()), model.layout.size)]
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(rounds):
+        for k, (_, _, recipe, W, _) in enumerate(runs):
+            times[k].append(per_byte(recipe, data, coding=False, weights=W)["kernel"])
+    return [{"config": name, "weights": kind, "parameters": size, "us": round(min(t), 2)}
+            for (name, kind, _, _, size), t in zip(runs, times, strict=True)]
+
+
 def markdown(report: dict) -> str:
     out = [f"# Profile: µs a byte (`scripts/profile_kernels.py`, {report['machine']})", "",
            "floor = FLOP / peak, the peak being the fixed-order matvec's rate on a 256×256 "
@@ -916,6 +956,11 @@ def markdown(report: dict) -> str:
                 "|---:|---:|---:|---:|"]
         out += [f"| {r['matrices']} | {r['float32_mb']:.2f} | {r['float32_us']:.2f} | "
                 f"{r['bf16_us']:.2f} |" for r in report["footprint"]]
+    if report.get("level_shapes"):
+        out += ["", "## The default level with other networks (frozen), kernels µs / byte",
+                "", "| network | parameters | matrices | µs / byte |", "|---|---:|---|---:|"]
+        out += [f"| {r['config']} | {r['parameters']:,} | {r['weights']} | {r['us']:.2f} |"
+                for r in report["level_shapes"]]
     return "\n".join(out) + "\n"
 
 
@@ -928,10 +973,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--footprint", default="",
                     help="N_INxN_OUT:K1,K2,...: also time a matvec while K matrices of that "
                          "shape are read in turn, from float32 and from bfloat16 copies")
+    ap.add_argument("--level-shapes", default="",
+                    help="CONFIGS,...: also time the default level's kernels with each of these "
+                         "networks in its prior's place (random weights, frozen)")
     ap.add_argument("--json", help="write the report here")
     ap.add_argument("--md", help="write the table here")
     a = ap.parse_args(argv)
-    for name in a.configs.split(","):
+    shapes = [n for n in a.level_shapes.split(",") if n]
+    for name in a.configs.split(",") + shapes:
         if name not in CONFIGS:
             ap.error(f"unknown config {name!r}; known: {', '.join(CONFIGS)}")
     raw = Path(a.file).read_bytes()[:a.bytes]
@@ -947,6 +996,8 @@ def main(argv: list[str] | None = None) -> None:
         report["footprint_shape"] = [n_in, n_out]
         report["footprint"] = footprint_sweep(n_in, n_out,
                                               tuple(int(k) for k in counts.split(",")))
+    if shapes:
+        report["level_shapes"] = level_shapes(shapes, raw)
     text = markdown(report)
     print(text, end="")
     if a.json:
