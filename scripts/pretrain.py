@@ -331,6 +331,10 @@ def cmd_train_torch(a: argparse.Namespace) -> None:
     windows, AdamW with a cosine rate; needs PyTorch (pip install torch)."""
     torch, torchnet = import_torchnet()
     torch.set_num_threads(a.threads)
+    try:
+        torch.zeros(1, device=a.device)
+    except (RuntimeError, AssertionError) as exc:  # no such device, or a CPU-only PyTorch
+        sys.exit(f"train: device {a.device!r} is not usable here: {str(exc).splitlines()[0]}")
     docs, man = corp.load(a.corpus)
     _, info_path, log_path = run_paths(Path(a.work), a.name)
     ckpt = Path(a.work) / f"{a.name}.torch.pt"
@@ -381,7 +385,7 @@ def trained_weights(work: Path, name: str, info: dict, recipe: Recipe):
     if info.get("trainer") == "torch":
         import torch
 
-        run = torch.load(work / f"{name}.torch.pt", weights_only=False)
+        run = torch.load(work / f"{name}.torch.pt", weights_only=False, map_location="cpu")
         return recipe.build_model(), run["W"]
     ckpt, _, _ = run_paths(work, name)
     predictor = training.NetworkPredictor(recipe)
