@@ -131,7 +131,6 @@ def test_tbptt_parts_of_either_architecture(profile):
         assert all(us > 0 for us in parts.values()), (arch, parts)
 
 
-
 def test_level_shapes_time_other_networks_in_the_levels_place(profile):
     """--level-shapes: the level's kernels with another network in its prior's place, from
     float32 and from bfloat16-rounded weights; each timed, with its size."""
@@ -143,8 +142,9 @@ def test_level_shapes_time_other_networks_in_the_levels_place(profile):
     rows = profile.level_shapes(["gdn:32x1"], data, rounds=1, base=base)
     assert [(r["config"], r["weights"]) for r in rows] == [("gdn:32x1", "float32"),
                                                             ("gdn:32x1", "bfloat16")]
-    size = profile.ARCHS["gdn"][1](profile.ARCHS["gdn"][0](**profile.CONFIGS["gdn:32x1"][1]))
-    assert all(r["parameters"] == size.layout.size and r["us"] > 0 for r in rows)
+    config, model = profile.ARCHS["gdn"]
+    size = model(config(**profile.CONFIGS["gdn:32x1"][1])).layout.size
+    assert all(r["parameters"] == size and r["us"] > 0 for r in rows)
     assert "other networks" in profile.markdown({"machine": "m", "file": "f", "bytes": 1,
                                                  "bf16_copy_faster": False, "networks": [],
                                                  "levels": [], "level_shapes": rows})
