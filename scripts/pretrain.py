@@ -358,7 +358,7 @@ def cmd_train_torch(a: argparse.Namespace) -> None:
         model = recipe.build_model()
         W = model.init_params(recipe.seed)
         extra = {"recipe": recipe.to_dict()}
-    net = torchnet.make_net(model, W, device=a.device)
+    net = torchnet.make_net(model, W, recurrence=a.recurrence, device=a.device)
     sched = torchnet.Schedule(lr=a.lr or torchnet.Schedule.lr, batch=a.batch,
                               window=a.window)
     train = [d for d in docs if d.split == "train"]
@@ -525,6 +525,9 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--window", type=int, default=128, help="torch: bytes of BPTT a step")
     t.add_argument("--threads", type=int, default=1, help="torch: CPU threads")
     t.add_argument("--device", default="cpu", help="torch: where to train (cpu, cuda)")
+    t.add_argument("--recurrence", default="", choices=("", "numba", "loop", "chunked"),
+                   help="torch: the recurrences' form (default: numba on the CPU, chunked "
+                        "off it)")
     t.add_argument("--from", dest="source",
                    help="torch: start a new run from this prior file's weights")
     sub.choices["export"].add_argument("-o", "--output", required=True)

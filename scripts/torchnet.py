@@ -65,6 +65,37 @@ def delta_rule_loop(q, k, v, beta, g, S):
     return torch.stack(outs, 1), S
 
 
+DELTA_CHUNK = 64  # steps the chunked delta rule solves at once
+
+
+def delta_rule_chunked(q, k, v, beta, g, S, chunk: int = DELTA_CHUNK):
+    """delta_rule_loop's values, a chunk of steps at a time as matrix products (for a GPU,
+    where the loop's many small steps cost a launch each). Unrolled within a chunk from its
+    first state S0, with G_t the product of g up to t: S_t = G_t S0 + sum_{s<=t} (G_t / G_s)
+    k_s delta_s^T, so the deltas solve one lower-triangular system (I + A) D = diag(beta)
+    (V - G K S0), A_ts = beta_t (G_t / G_s) k_t.k_s for s < t, and o_t = G_t S0^T q_t +
+    sum_{s<=t} (G_t / G_s) (q_t.k_s) delta_s. The ratios come from cumulative sums of log g."""
+    T = q.shape[1]
+    outs = []
+    for lo in range(0, T, chunk):
+        qc, kc, vc = (x[:, lo:lo + chunk].transpose(1, 2) for x in (q, k, v))  # (B, H, C, d)
+        bc = beta[:, lo:lo + chunk].transpose(1, 2).unsqueeze(-1)  # (B, H, C, 1)
+        lg = torch.cumsum(torch.log(g[:, lo:lo + chunk].transpose(1, 2).clamp_min(1e-30)), -1)
+        C = qc.shape[2]
+        causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+        eye = torch.eye(C, device=q.device)
+        ratio = torch.where(causal, lg.unsqueeze(-1) - lg.unsqueeze(-2), -math.inf).exp()
+        A = bc * (ratio - eye) * (kc @ kc.transpose(-1, -2))
+        decay = lg.exp().unsqueeze(-1)  # (B, H, C, 1)
+        D = torch.linalg.solve_triangular(eye + A, bc * (vc - decay * (kc @ S)), upper=False)
+        outs.append((decay * (qc @ S) + (ratio * (qc @ kc.transpose(-1, -2))) @ D)
+                    .transpose(1, 2))
+        last = lg[..., -1:]
+        S = (last.exp().unsqueeze(-1) * S
+             + kc.transpose(-1, -2) @ ((last - lg).exp().unsqueeze(-1) * D))
+    return torch.cat(outs, 1), S
+
+
 def wkv_loop(w, k, v, kk, a, r, S):
     """WKV-7: for each t, u = S^T kk, S <- S diag(w) - (kk a) u^T + k v^T (key-major),
     y = S^T r. All of w, k, v, kk, a, r: (B, T, H, N); S: (B, H, N, N)."""
@@ -318,7 +349,8 @@ class Wkv(torch.autograd.Function):
         return tuple(torch.from_numpy(x) for x in grads)
 
 
-RECURRENCES = {"numba": (DeltaRule.apply, Wkv.apply), "loop": (delta_rule_loop, wkv_loop)}
+RECURRENCES = {"numba": (DeltaRule.apply, Wkv.apply), "loop": (delta_rule_loop, wkv_loop),
+               "chunked": (delta_rule_chunked, wkv_loop)}
 
 
 class TorchNet(torch.nn.Module):
@@ -508,12 +540,12 @@ class Rwkv7Net(TorchNet):
 NETS = {"gdn": GdnNet, "rwkv7": Rwkv7Net}
 
 
-def make_net(model, W: np.ndarray, recurrence: str = "numba", device: str = "cpu"
-             ) -> TorchNet:
-    """The net on `device`; off the CPU the recurrences are the autograd loops (the numba
-    kernels work on host arrays)."""
+def make_net(model, W: np.ndarray, recurrence: str = "", device: str = "cpu") -> TorchNet:
+    """The net on `device`, its recurrences by RECURRENCES' name: by default the numba
+    kernels on the CPU and, off it (they work on host arrays), the chunked delta rule and the
+    WKV-7 loop."""
+    recurrence = recurrence or ("numba" if torch.device(device).type == "cpu" else "chunked")
     if torch.device(device).type != "cpu":
-        recurrence = "loop"
         # Full float32 products, as the kernels compute (no TF32 in matmul or conv).
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False

@@ -60,6 +60,20 @@ def test_numba_recurrences_match_autograd(tn, kind):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def test_the_chunked_delta_rule_matches_the_loop(tn):
+    """A chunk of steps at a time (the GPU's form): the loop's outputs, last state and
+    gradients, over chunks and a ragged last one."""
+    B, T, H, dk, dv = 2, 37, 2, 5, 4
+    shapes = [(B, T, H, dk), (B, T, H, dk), (B, T, H, dv), (B, T, H), (B, T, H), (B, H, dk, dv)]
+    ins = _inputs(shapes, [0, 0, 0, 1, 1, 0])
+    with torch.no_grad():
+        ins[4].mul_(0.3).add_(0.7)  # gates in (0.7, 1), as a trained net's mostly are
+    chunked = lambda *x: tn.delta_rule_chunked(*x, chunk=16)  # noqa: E731
+    for a, b in zip(_value_and_grads(chunked, ins), _value_and_grads(tn.delta_rule_loop, ins),
+                    strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
 def _documents(n: int, size: int) -> list[corpus.Document]:
     rng = np.random.default_rng(3)
     words = [b"prior ", b"delta ", b"rule ", b"state\n", b"x = f(y)\n", b"0123 "]
@@ -196,17 +210,19 @@ def test_pretrain_torch_starts_a_run_from_a_prior(tmp_path, capsys):
     assert "reproduce" not in capsys.readouterr().out
 
 
-def test_the_autograd_loops_train_and_evaluate_as_off_the_cpu(tn, tmp_path):
-    """Off the CPU the net runs its recurrences as the autograd loops; here on the CPU, the
-    same path evaluates as the numba kernels do and trains."""
+def test_the_gpus_recurrences_train_and_evaluate_as_the_numba_ones(tn, tmp_path):
+    """Off the CPU the net runs the chunked delta rule (or, asked, the autograd loops); here
+    on the CPU, each evaluates as the numba kernels do, and trains."""
     tiny_corpus(tmp_path / "corpus")
     docs, _ = corpus.load(tmp_path / "corpus")
     model = load_script("pretrain").pretrain_recipe("gdn", GDN_TINY).build_model()
     W = model.init_params(2)
-    loop = tn.make_net(model, W, recurrence="loop")
     fast = tn.make_net(model, W)
     val = docs[:3]
-    a, b = tn.evaluate(loop, val, window=64), tn.evaluate(fast, val, window=64)
-    assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-3 for k in a)
-    prog = tn.fit(loop, docs, tn.Schedule(batch=2, window=16), 0.5)
-    assert prog.steps > 0 and not np.array_equal(loop.flat(), W)
+    b = tn.evaluate(fast, val, window=64)
+    for recurrence in ("chunked", "loop"):
+        net = tn.make_net(model, W, recurrence=recurrence)
+        a = tn.evaluate(net, val, window=64)
+        assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-3 for k in a), recurrence
+    prog = tn.fit(net, docs, tn.Schedule(batch=2, window=16), 0.5)
+    assert prog.steps > 0 and not np.array_equal(net.flat(), W)
