@@ -202,7 +202,8 @@ def test_pretrain_torch_starts_a_run_from_a_prior(tmp_path, capsys):
         pretrain.main([*train, "--from", str(src), "--time", "2"])
     with pytest.raises(SystemExit, match="'nowhere' is not usable here"):
         pretrain.main([*train, "--device", "nowhere", "--time", "2"])
-    pretrain.main([*train, "--time", "2"])  # resumes from the prior's weights
+    pretrain.main([*train, "--time", "2", "--recurrence", "chunked"])  # resumes: the prior's
+    # weights, the delta rule in the GPU's form
     assert json.loads((work / "f.json").read_text())["started_from"] == digest
     out = tmp_path / "f.safetensors"
     pretrain.main(["export", *args, "-o", str(out)])
