@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rwkvzip import priors
-from rwkvzip.coding import blocks, container
+from rwkvzip.coding import blocks, container, eol
 from rwkvzip.coding.codec import Predictor, network_bytes
 from rwkvzip.coding.coder import CoderError
 from rwkvzip.coding.container import FormatError
@@ -82,9 +82,28 @@ def start_predictor(recipe: Recipe, prior: Prior | None) -> Predictor:
     """The predictor at a stream's start: the prior's weights, then its dictionary learnt
     (exactly as if coded), so encoder and decoder both begin after it."""
     predictor = Predictor(recipe, None if prior is None else prior.W)
-    if prior is not None and prior.dictionary:
-        predictor.learn_frame(prior.dictionary)
+    if prior is not None and prior.dictionary:  # as the frames show text: LF line ends (eol)
+        predictor.learn_frame(eol.strip(prior.dictionary) if recipe.eol else prior.dictionary)
     return predictor
+
+
+def frame_length(recipe: Recipe, pending: bytes | bytearray) -> int:
+    """The raw bytes of the next frame while a whole frame's worth is pending: MAX_FRAME, or
+    one less not to cut a CR from its LF (eol)."""
+    if recipe.eol:
+        return eol.frame_length(pending, container.MAX_FRAME)
+    return container.MAX_FRAME
+
+
+def frames_of(data: bytes, recipe: Recipe) -> Iterator[bytes]:
+    """The raw bytes of each frame that a Compressor of the recipe cuts `data` into."""
+    at = 0
+    while len(data) - at >= container.MAX_FRAME:
+        n = frame_length(recipe, memoryview(data)[at:at + container.MAX_FRAME])
+        yield data[at:at + n]
+        at += n
+    if at < len(data):
+        yield data[at:]
 
 
 class Compressor:
@@ -134,8 +153,9 @@ class Compressor:
             return self._members(done)
         out = [self._take_header()]
         while len(self._pending) >= container.MAX_FRAME:
-            out.append(self._frame(bytes(self._pending[:container.MAX_FRAME])))
-            del self._pending[:container.MAX_FRAME]
+            n = frame_length(self.recipe, self._pending)
+            out.append(self._frame(bytes(self._pending[:n])))
+            del self._pending[:n]
         return b"".join(out)
 
     def flush(self) -> bytes:
@@ -179,8 +199,14 @@ class Compressor:
         return header
 
     def _frame(self, raw: bytes) -> bytes:
-        payload = self._predictor.encode_frame(raw, self._progress)
-        frame = container.encode_frame(raw, payload if len(payload) < len(raw) else None)
+        crlf = self.recipe.eol and eol.crlf_text(raw)
+        coded = eol.strip(raw) if crlf else raw
+        payload = self._predictor.encode_frame(coded, self._progress)
+        if crlf and self._progress:
+            self._progress(len(raw) - len(coded))
+        frame = container.encode_frame(raw, payload if len(payload) < len(raw) else None,
+                                       eol=self.recipe.eol,
+                                       coded_len=len(coded) if crlf else None)
         self.stats.raw_bytes += len(raw)
         self.stats.compressed_bytes += len(frame)
         self.stats.frames += 1
@@ -272,7 +298,7 @@ class Decompressor:
                 index, total = self.stats.frames, self.stats.raw_bytes
                 self._head = self._parse(
                     container.MAX_FRAME_HEAD,
-                    lambda f: container.read_frame_head(f, index, total))
+                    lambda f: container.read_frame_head(f, index, total, self.recipe.eol))
                 self._ended = self._head is None
             else:
                 if len(self._buf) < self._head.payload_len:
@@ -286,18 +312,25 @@ class Decompressor:
         head = self._head
         if self._predictor is None:
             self._predictor = start_predictor(self.recipe, self._start)
-        frame = container.Frame(head.index, head.raw_len, head.crc, payload, head.stored)
-        if frame.stored:
-            raw = frame.payload
-            self._predictor.learn_frame(raw)
+        if head.stored:
+            raw = payload
+            coded = eol.strip(raw) if head.crlf else raw
+            if len(coded) != head.coded_len or (head.crlf and not eol.crlf_text(raw)):
+                raise FormatError(f"corrupt input (frame {head.index}'s line ends)")
+            self._predictor.learn_frame(coded)
             if self._progress:
                 self._progress(len(raw))
         else:
             try:
-                raw = self._predictor.decode_frame(frame.payload, frame.raw_len, self._progress)
+                coded = self._predictor.decode_frame(payload, head.coded_len, self._progress)
             except CoderError as exc:
-                raise FormatError(f"corrupt input (frame {frame.index}: {exc})") from None
-        container.check_frame(frame, raw)
+                raise FormatError(f"corrupt input (frame {head.index}: {exc})") from None
+            raw = eol.restore(coded) if head.crlf else coded
+            if raw is None or len(raw) != head.raw_len:
+                raise FormatError(f"corrupt input (frame {head.index}'s line ends)")
+            if head.crlf and self._progress:
+                self._progress(len(raw) - len(coded))
+        container.check_frame(head, raw)
         del self._buf[:len(payload)]
         self._head = None
         self._out += raw

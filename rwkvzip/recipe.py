@@ -75,6 +75,8 @@ class Recipe:
     # TBPTT: after each update, recompute the live state over the segment with the new
     # weights (False: go on from the state the predicting forward passes left)
     recompute: bool = True
+    # a frame of CRLF text is coded as LF text, its CRs put back by the decoder (coding/eol.py)
+    eol: bool = False
 
     def validate(self) -> None:
         if self.arch not in ARCHS:
@@ -141,6 +143,8 @@ class Recipe:
             del d["prior"]
         if self.recompute:  # and the recompute every recipe before it did
             del d["recompute"]
+        if not self.eol:  # and the line ends every recipe before it kept
+            del d["eol"]
         return d
 
     def to_json(self) -> bytes:
@@ -152,7 +156,7 @@ class Recipe:
         if not isinstance(d, dict):
             raise RecipeError("recipe must be a JSON object")
         for optional, absent in (("mix", None), ("counts", None), ("prior", ""),
-                                 ("recompute", True)):
+                                 ("recompute", True), ("eol", False)):
             if optional not in d:  # the fields a complete recipe may omit
                 d = {**d, optional: absent}
         _require_fields(d, cls, "recipe")
@@ -189,7 +193,7 @@ _TRAINING_FIELDS = ("optimizer", "beta1", "beta2", "eps", "bptt", "ckpt", "scope
 _FIELD_TYPES = {"arch": str, "optimizer": str, "lr": float, "beta1": float, "beta2": float,
                 "eps": float, "bptt": int, "ckpt": int, "scope": str, "clip": float,
                 "warmup": int, "decay": int, "lr_min": float, "seed": int, "contract": int,
-                "prior": str, "recompute": bool}
+                "prior": str, "recompute": bool, "eol": bool}
 
 
 def _require_fields(d: dict, cls: type, what: str) -> None:
@@ -267,7 +271,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v65"
+DEFAULT_PRESET = "mix-v67"
 
 
 def default_recipe() -> Recipe:
@@ -281,9 +285,9 @@ def default_recipe() -> Recipe:
 # bfloat16 (-7, at about 60 % of the default's speed); and with that prior adapting online
 # by TBPTT (-8, -9, at a third of -7's speed); the mixing levels code by path coding. The
 # default level is the lowest one that names the default card, so "no level" and it are the
-# same recipe.
-LEVELS = {**{level: "fast-v1" for level in (1, 2, 3)}, 4: "mix-v61", 5: "mix-v61",
-          6: "mix-v65", 7: "mix-v63", 8: "mix-v66", 9: "mix-v66"}
+# same recipe. Every level codes CRLF text as LF text (the cards' eol, coding/eol.py).
+LEVELS = {**{level: "fast-v2" for level in (1, 2, 3)}, 4: "mix-v70", 5: "mix-v70",
+          6: "mix-v67", 7: "mix-v69", 8: "mix-v68", 9: "mix-v68"}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 
@@ -368,7 +372,7 @@ def _unused_setting(recipe: Recipe, names: list[str]) -> tuple[str, str] | None:
     network = recipe.counts is None and (recipe.mix is None or recipe.mix.network)
     adam_only = ("beta1", "beta2", "eps")
     for name in names:
-        if name == "contract":
+        if name in ("contract", "eol"):  # settings of every recipe
             continue
         if recipe.counts is not None:
             return name, "its count models run no network and no mixer"

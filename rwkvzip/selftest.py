@@ -45,6 +45,10 @@ INPUT = "input.bin"
 IMAGE_INPUT = "input-image.bin"  # the golden input and a small bitmap after it
 SHEET_INPUT = "input-sheet.bin"  # ... and a small BIFF worksheet after that
 EXE_INPUT = "input-exe.bin"  # ... and a small SPARC-like executable after that
+# the golden input's text and code with CR LF line ends: one frame of CRLF text, which cards
+# with eol code as LF text (their models' arithmetic is their base cards', whose vectors
+# code the other inputs)
+EOL_INPUT = "input-crlf.bin"
 
 
 def golden_dir() -> Traversable:
@@ -76,6 +80,8 @@ def _vector(entry: dict) -> Vector:
 
 def input_for(recipe: Recipe) -> str:
     """Which golden input a new vector of this recipe codes."""
+    if recipe.eol:
+        return EOL_INPUT
     if recipe.mix is not None and recipe.mix.exe:
         return EXE_INPUT
     if recipe.mix is not None and sheet.enabled(recipe.mix.orders):
@@ -177,6 +183,8 @@ def add_missing(directory: Path) -> list[str]:
         if _stores_raw(blob):
             raise ValueError(f"{name}: the golden input is stored, not coded, so the vector "
                              "would not test the arithmetic; give it a recipe that learns")
+        if recipe.eol and not _codes_crlf(blob):
+            raise ValueError(f"{name}: no frame of the golden input is coded as CRLF text")
         path = directory / f"{name}.rwkz"
         if path.exists():
             raise FileExistsError(f"{path} exists but is not in {MANIFEST}")
@@ -192,10 +200,18 @@ def add_missing(directory: Path) -> list[str]:
     return added
 
 
-def _stores_raw(blob: bytes) -> bool:
+def _frames(blob: bytes) -> list[container.Frame]:
     f = io.BytesIO(blob)
-    container.read_header(f)
-    return any(frame.stored for frame in container.read_frames(f))
+    recipe = container.read_header(f)
+    return list(container.read_frames(f, recipe.eol))
+
+
+def _stores_raw(blob: bytes) -> bool:
+    return any(frame.stored for frame in _frames(blob))
+
+
+def _codes_crlf(blob: bytes) -> bool:
+    return any(frame.crlf for frame in _frames(blob))
 
 
 def add_input(directory: Path, name: str, data: bytes) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from rwkvzip import dictionary
+from rwkvzip.coding import eol
 from rwkvzip.coding.codec import ENCODE_BLOCK, NetworkPredictor, frame_blocks
 from rwkvzip.corpus import Document
 from rwkvzip.net import optim
@@ -222,6 +223,17 @@ def tuning_recipe(base: Recipe, from_scratch: bool) -> Recipe:
                    contract=NUMERIC_CONTRACT, recompute=False)
 
 
+def sample_documents(samples: list[str | Path], card: Recipe) -> list[Document]:
+    """The samples as training and validation documents, as the level's coder sees text:
+    without the CRs of CR LF line ends when its card has eol (coding/eol.py)."""
+    from rwkvzip import corpus
+
+    docs = corpus.documents_from_samples(samples)
+    if card.eol:
+        docs = [replace(d, data=eol.strip(d.data)) for d in docs]
+    return docs
+
+
 def train(samples: list[str | Path], output: str | Path | None = None, *,
           level: int | None = None,
           from_scratch: bool = False, seconds: float | None = TRAIN_SECONDS,
@@ -253,7 +265,7 @@ def train(samples: list[str | Path], output: str | Path | None = None, *,
     # a level that runs a frozen bfloat16 prior gets one: the trained matrices rounded
     # (ops/bf16.py), so that the new prior runs as fast as the shipped one
     bf16 = card.lr == 0.0 and shipped is not None and matrices_exact(shipped.W, matrices)
-    docs = corpus.documents_from_samples(samples)
+    docs = sample_documents(samples, card)
     val = [d for d in docs if d.split == "val"]
     t0 = time.monotonic()
     W0 = start.W.copy() if start is not None else model.init_params(recipe.seed)

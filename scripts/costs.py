@@ -24,13 +24,23 @@ from tune import candidate
 
 
 def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
-    """Bits each byte of `data` costs under the recipe, from a fresh predictor."""
-    from rwkvzip.api import new_predictor
+    """Bits each byte of `data` costs under the recipe, from a fresh predictor, frame by
+    frame as the compressor cuts them (a CR that a frame of CRLF text drops costs 0)."""
+    from rwkvzip.api import frames_of, new_predictor
+    from rwkvzip.coding import eol
     from rwkvzip.coding.codec import frame_blocks
 
     predictor = new_predictor(recipe, prior)
-    buf = np.frombuffer(data, dtype=np.uint8).copy()
-    costs = [predictor.byte_bits(block) for block in frame_blocks(buf)]
+    costs = []
+    for raw in frames_of(data, recipe):
+        crlf = recipe.eol and eol.crlf_text(raw)
+        buf = np.frombuffer(eol.strip(raw) if crlf else raw, dtype=np.uint8).copy()
+        bits = np.concatenate([predictor.byte_bits(block) for block in frame_blocks(buf)])
+        if crlf:
+            spread = np.zeros(len(raw))
+            spread[np.frombuffer(raw, dtype=np.uint8) != eol.CR] = bits
+            bits = spread
+        costs.append(bits)
     return np.concatenate(costs).astype(np.float32) if costs else np.empty(0, np.float32)
 
 

@@ -18,21 +18,29 @@ from rwkvzip import selftest
 GOLDEN = Path(__file__).resolve().parents[1] / "rwkvzip" / "golden"
 
 
+TEXT = (b"It was the best of times, it was the worst of times, it was the age of wisdom, "
+        b"it was the age of foolishness, it was the epoch of belief, it was the epoch of "
+        b"incredulity, it was the season of Light, it was the season of Darkness.\n") * 2
+CODE = (b"def crc(data: bytes) -> int:\n    value = 0xFFFFFFFF\n    for byte in data:\n"
+        b"        value = TABLE[(value ^ byte) & 0xFF] ^ (value >> 8)\n"
+        b"    return value ^ 0xFFFFFFFF\n")
+
+
 def golden_input() -> bytes:
     """About 1.5 KB: English text, source code, every byte value, a zero run and
     pseudo-random bytes from a fixed LCG; compressible enough that every recipe codes it
     (a stored frame would not test the arithmetic)."""
-    text = (b"It was the best of times, it was the worst of times, it was the age of wisdom, "
-            b"it was the age of foolishness, it was the epoch of belief, it was the epoch of "
-            b"incredulity, it was the season of Light, it was the season of Darkness.\n") * 2
-    code = (b"def crc(data: bytes) -> int:\n    value = 0xFFFFFFFF\n    for byte in data:\n"
-            b"        value = TABLE[(value ^ byte) & 0xFF] ^ (value >> 8)\n"
-            b"    return value ^ 0xFFFFFFFF\n")
     state, noise = 2024, bytearray()
     for _ in range(96):
         state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
         noise.append(state >> 56)
-    return text + code + bytes(range(256)) + bytes(32) + bytes(noise) + text
+    return TEXT + CODE + bytes(range(256)) + bytes(32) + bytes(noise) + TEXT
+
+
+def crlf_text() -> bytes:
+    """The golden input's text and code with CR LF line ends (the cards with eol code it
+    as LF text)."""
+    return (TEXT + CODE + TEXT).replace(b"\n", b"\r\n")
 
 
 def bitmap() -> bytes:
@@ -121,6 +129,7 @@ def main() -> None:
     selftest.add_input(args.dir, selftest.SHEET_INPUT, golden_input() + bitmap() + sheet())
     selftest.add_input(args.dir, selftest.EXE_INPUT,
                        golden_input() + bitmap() + sheet() + code())
+    selftest.add_input(args.dir, selftest.EOL_INPUT, crlf_text())
     added = selftest.add_missing(args.dir)
     print(f"added: {', '.join(added)}" if added else "every card and architecture has a vector")
 

@@ -80,11 +80,12 @@ def run_measured(args: list[str], stdin: Path, stdout: Path) -> tuple[float, int
     return seconds, peak
 
 
-def member_frames(blob: bytes) -> list[list[int]]:
-    """The payload size of every frame, member by member."""
+def member_frames(blob: bytes) -> list[list[tuple[int, int]]]:
+    """The raw and payload sizes of every frame, member by member."""
     f, members = io.BytesIO(blob), []
-    while container.read_header(f, first=not members) is not None:
-        members.append([len(frame.payload) for frame in container.read_frames(f)])
+    while (recipe := container.read_header(f, first=not members)) is not None:
+        members.append([(frame.raw_len, len(frame.payload))
+                        for frame in container.read_frames(f, recipe.eol)])
     return members
 
 
@@ -95,12 +96,15 @@ def restart_costs(blocked: bytes, whole: bytes) -> list[dict]:
     (single,) = member_frames(whole)
     costs, pos = [], 0
     for frames in member_frames(blocked):
+        same = single[pos:pos + len(frames)]
+        if [raw for raw, _ in frames] != [raw for raw, _ in same]:
+            return []  # a frame was cut a byte short (a CR LF across the cut, eol recipes)
         if pos:
-            extra = [a - b for a, b in zip(frames, single[pos:pos + len(frames)], strict=True)]
+            extra = [a - b for (_, a), (_, b) in zip(frames, same, strict=True)]
             row = {"after_kib": pos * 64, "block_kib": len(frames) * 64,
                    "extra": {f"{k * 64}K": sum(extra[:k]) for k in MARKS if k < len(frames)}}
             row["extra"]["block"] = sum(extra)
-            row["pct_of_block"] = 100 * sum(extra) / sum(single[pos:pos + len(frames)])
+            row["pct_of_block"] = 100 * sum(extra) / sum(payload for _, payload in same)
             costs.append(row)
         pos += len(frames)
     return costs

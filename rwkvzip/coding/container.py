@@ -24,7 +24,7 @@ MAX_VARINT_BYTES = 10
 # Longest possible header, frame head (or end marker + trailer): an incremental reader never
 # needs more buffered bytes than this to parse one of them.
 MAX_HEADER = len(MAGIC) + 1 + 2 * MAX_VARINT_BYTES + MAX_RECIPE_JSON + DIGEST_BYTES
-MAX_FRAME_HEAD = 2 * MAX_VARINT_BYTES + 4
+MAX_FRAME_HEAD = 3 * MAX_VARINT_BYTES + 4  # raw_len, field, coded_len (eol), crc
 
 
 def max_payload(raw_len: int) -> int:
@@ -138,11 +138,20 @@ def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
     return recipe
 
 
-def encode_frame(raw: bytes, payload: bytes | None) -> bytes:
-    """A coded frame, or a stored one (payload None: the raw bytes follow as they are)."""
+def encode_frame(raw: bytes, payload: bytes | None, *, eol: bool = False,
+                 coded_len: int | None = None) -> bytes:
+    """A coded frame, or a stored one (payload None: the raw bytes follow as they are).
+    eol: the stream's recipe has the field (its frames' heads have the CRLF bit);
+    coded_len: the frame is CRLF text the models ran over without its CRs (eol.py), this
+    many bytes."""
     stored = payload is None
     body = raw if stored else payload
-    return (encode_varint(len(raw)) + encode_varint(2 * len(body) + stored)
+    crlf = coded_len is not None
+    if crlf and not eol:
+        raise ValueError("a CRLF frame needs a recipe with eol")
+    field = (4 * len(body) + 2 * crlf + stored) if eol else (2 * len(body) + stored)
+    return (encode_varint(len(raw)) + encode_varint(field)
+            + (encode_varint(coded_len) if crlf else b"")
             + struct.pack("<I", zlib.crc32(raw)) + body)
 
 
@@ -157,6 +166,8 @@ class FrameHead:
     payload_len: int
     stored: bool  # payload is the raw bytes (coding would have expanded them)
     crc: int
+    coded_len: int  # bytes the models ran over: raw_len, or fewer for CRLF text (crlf)
+    crlf: bool = False  # CRLF text, coded without its CRs (coding/eol.py)
 
 
 @dataclass
@@ -166,11 +177,15 @@ class Frame:
     crc: int
     payload: bytes
     stored: bool  # payload is the raw bytes (coding would have expanded them)
+    coded_len: int  # as FrameHead
+    crlf: bool = False
 
 
-def read_frame_head(f: BinaryIO, index: int, total: int) -> FrameHead | None:
+def read_frame_head(f: BinaryIO, index: int, total: int, eol: bool = False
+                    ) -> FrameHead | None:
     """The head of frame `index`, or None after the end marker and the trailer, whose total
-    must equal `total` (the raw bytes of the frames before). At most MAX_FRAME_HEAD bytes."""
+    must equal `total` (the raw bytes of the frames before). eol: the stream's recipe has
+    the field (a CRLF bit in the head). At most MAX_FRAME_HEAD bytes."""
     raw_len = _read_varint(f, f"frame {index}")
     if raw_len == 0:
         declared = _read_varint(f, "trailer")
@@ -181,26 +196,31 @@ def read_frame_head(f: BinaryIO, index: int, total: int) -> FrameHead | None:
     if raw_len > MAX_FRAME:
         raise FormatError(f"corrupt input (frame {index} claims {raw_len} bytes)")
     field = _read_varint(f, f"frame {index}")
-    payload_len, stored = field >> 1, bool(field & 1)
+    stored, crlf = bool(field & 1), eol and bool(field & 2)
+    payload_len = field >> (2 if eol else 1)
+    coded_len = _read_varint(f, f"frame {index}") if crlf else raw_len
+    if crlf and not raw_len <= 2 * coded_len < 2 * raw_len:
+        raise FormatError(f"corrupt input (frame {index} has a bad coded length)")
     if (payload_len != raw_len if stored
-            else payload_len > max_payload(raw_len) or payload_len % 4):
+            else payload_len > max_payload(coded_len) or payload_len % 4):
         raise FormatError(f"corrupt input (frame {index} has a bad payload length)")
     (crc,) = struct.unpack("<I", _read_exact(f, 4, f"frame {index}"))
-    return FrameHead(index, raw_len, payload_len, stored, crc)
+    return FrameHead(index, raw_len, payload_len, stored, crc, coded_len, crlf)
 
 
-def read_frames(f: BinaryIO) -> Iterator[Frame]:
+def read_frames(f: BinaryIO, eol: bool = False) -> Iterator[Frame]:
     """Yield frames until the end marker; checks the trailer's total length."""
     total = 0
     index = 0
-    while (head := read_frame_head(f, index, total)) is not None:
+    while (head := read_frame_head(f, index, total, eol)) is not None:
         payload = _read_exact(f, head.payload_len, f"frame {index}")
-        yield Frame(index, head.raw_len, head.crc, payload, head.stored)
+        yield Frame(index, head.raw_len, head.crc, payload, head.stored, head.coded_len,
+                    head.crlf)
         total += head.raw_len
         index += 1
 
 
-def check_frame(frame: Frame, raw: bytes) -> None:
+def check_frame(frame: Frame | FrameHead, raw: bytes) -> None:
     if zlib.crc32(raw) != frame.crc:
         raise FormatError(f"corrupt input (CRC mismatch in frame {frame.index})")
 
@@ -227,11 +247,12 @@ def read_member(f: BinaryIO, first: bool, limit: int) -> tuple[bytes, bool] | No
     None at a clean end of input after a member; an empty input is FormatError."""
     rec = _Recorder(f)
     try:
-        if read_header(rec, first) is None:
+        recipe = read_header(rec, first)
+        if recipe is None:
             return None
         index = total = 0
         while rec.size <= limit:
-            head = read_frame_head(rec, index, total)
+            head = read_frame_head(rec, index, total, recipe.eol)
             if head is None:
                 return b"".join(rec.parts), True
             _read_exact(rec, head.payload_len, f"frame {index}")
