@@ -25,7 +25,7 @@ PLAIN = replace(RECIPE, eol=False)
 LINES = b"".join(b"line %d of a text written on Windows, with words\r\n" % i
                  for i in range(3000))
 LF_LINES = LINES.replace(b"\r\n", b"\n")
-FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 
