@@ -199,8 +199,7 @@ class Compressor:
         return header
 
     def _frame(self, raw: bytes) -> bytes:
-        crlf = self.recipe.eol and eol.crlf_text(raw)
-        coded = eol.strip(raw) if crlf else raw
+        coded, crlf = eol.coded_view(raw, self.recipe.eol)
         payload = self._predictor.encode_frame(coded, self._progress)
         if crlf and self._progress:
             self._progress(len(raw) - len(coded))

@@ -33,8 +33,8 @@ def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
     predictor = new_predictor(recipe, prior)
     costs = []
     for raw in frames_of(data, recipe):
-        crlf = recipe.eol and eol.crlf_text(raw)
-        buf = np.frombuffer(eol.strip(raw) if crlf else raw, dtype=np.uint8).copy()
+        coded, crlf = eol.coded_view(raw, recipe.eol)
+        buf = np.frombuffer(coded, dtype=np.uint8).copy()
         bits = np.concatenate([predictor.byte_bits(block) for block in frame_blocks(buf)])
         if crlf:
             spread = np.zeros(len(raw))

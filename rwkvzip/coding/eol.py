@@ -25,6 +25,13 @@ def strip(raw: bytes) -> bytes:
     return raw.replace(CRLF, b"\n")
 
 
+def coded_view(raw: bytes, eol: bool) -> tuple[bytes, bool]:
+    """What the models run over for a frame of a recipe with (`eol`) or without the field,
+    and whether that is the frame without its CRs."""
+    crlf = eol and crlf_text(raw)
+    return (strip(raw) if crlf else raw), crlf
+
+
 def restore(coded: bytes) -> bytes | None:
     """The frame's bytes from what the models saw; None if that cannot come from strip of a
     frame of CRLF text (a CR in it, or no line end)."""
