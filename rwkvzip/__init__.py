@@ -1,4 +1,5 @@
-"""rwkvzip: lossless compression by a byte-level RWKV-7 that learns online while it codes.
+"""rwkvzip: lossless compression by a byte-level network (a pre-trained Gated DeltaNet at
+the default level; RWKV-7 by choice) mixed with context models, feeding a range coder.
 
 Used like the standard library's gzip and lzma modules:
 
@@ -13,7 +14,7 @@ import importlib
 
 from rwkvzip._numba_cache import configure_numba_cache
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 configure_numba_cache(__version__)
 

@@ -20,7 +20,12 @@ from rwkvzip.net.rwkv7.model import Rwkv7Config, Rwkv7Model
 # Version of the arithmetic that turns a recipe and input into probabilities. Any change to
 # a kernel that alters a single bit of a probability needs a new contract version.
 NUMERIC_CONTRACT = 3
-SUPPORTED_CONTRACTS = frozenset({1, 2, 3})
+SUPPORTED_CONTRACTS = frozenset({3})
+# Contracts 1 and 2 and preset cards 1 ... 72 were those of the development versions (0.x)
+# before the format froze at 1.0; this version names them when it refuses their files.
+RETIRED_CONTRACTS = frozenset({1, 2})
+RETIRED_CARDS = range(1, 73)
+RETIRED_BY = "rwkvzip 0.x, a development version before 1.0 (decode it with rwkvzip 0.1.0)"
 
 # Smallest probability of any byte (the rest is scaled by 1 - 256 * floor).
 PROB_FLOOR = 2.0**-20
@@ -81,9 +86,11 @@ class Recipe:
     def validate(self) -> None:
         if self.arch not in ARCHS:
             raise RecipeError(f"unknown architecture {self.arch!r}")
+        if self.contract in RETIRED_CONTRACTS:
+            raise RecipeError(f"numeric contract {self.contract} was written by {RETIRED_BY}")
         if self.contract not in SUPPORTED_CONTRACTS:
-            raise RecipeError(f"numeric contract {self.contract} is not supported by this "
-                              f"version (supported: {sorted(SUPPORTED_CONTRACTS)})")
+            raise RecipeError(f"numeric contract {self.contract} needs a newer rwkvzip "
+                              f"(this one runs contract {NUMERIC_CONTRACT})")
         if self.optimizer not in OPTIMIZERS:
             raise RecipeError(f"unknown optimizer {self.optimizer!r}")
         if not 0.0 <= self.lr <= 10.0:

@@ -2,10 +2,10 @@
 writes and reads the same files as every other.
 
 A vector is a recipe (a preset card, or a spelled-out recipe for an architecture that has no
-card) and the SHA-256 of the golden input compressed with it; the compressed file itself is
-shipped too. A card with a model that only speaks on some kind of data (the 1-bit image
-model, the spreadsheet record model, the executable model) codes an input that holds that
-kind too (IMAGE_INPUT, SHEET_INPUT, EXE_INPUT; `input_for`).
+card) and the SHA-256 of a golden input compressed with it; the compressed file itself is
+shipped too. A mixing card's models speak on several kinds of data (the 1-bit image model,
+the spreadsheet record model, the executable model), so it codes EXE_INPUT, which holds each
+kind; a card with eol also codes EOL_INPUT, CRLF text (`inputs_for`).
 `rwkvzip selftest` compresses the input and compares the digest (writes the same bytes),
 and decompresses the shipped file and compares it with the input (reads files made
 elsewhere). A vector is never rewritten: a changed digest is a determinism failure.
@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rwkvzip import api
-from rwkvzip.cm import sheet
 from rwkvzip.coding import container
 from rwkvzip.coding.container import FormatError
 from rwkvzip.recipe import (
@@ -42,12 +41,10 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 INPUT = "input.bin"
-IMAGE_INPUT = "input-image.bin"  # the golden input and a small bitmap after it
-SHEET_INPUT = "input-sheet.bin"  # ... and a small BIFF worksheet after that
-EXE_INPUT = "input-exe.bin"  # ... and a small SPARC-like executable after that
+# the golden input, a small bitmap, a small BIFF worksheet and a small SPARC-like executable
+EXE_INPUT = "input-exe.bin"
 # the golden input's text and code with CR LF line ends: one frame of CRLF text, which cards
-# with eol code as LF text (their models' arithmetic is their base cards', whose vectors
-# code the other inputs)
+# with eol code as LF text
 EOL_INPUT = "input-crlf.bin"
 
 
@@ -78,15 +75,11 @@ def _vector(entry: dict) -> Vector:
     return Vector(entry["name"], recipe, entry["sha256"], preset, entry.get("input", INPUT))
 
 
-def input_for(recipe: Recipe) -> str:
-    """Which golden input a new vector of this recipe codes."""
-    if recipe.eol:
-        return EOL_INPUT
-    if recipe.mix is not None and recipe.mix.exe:
-        return EXE_INPUT
-    if recipe.mix is not None and sheet.enabled(recipe.mix.orders):
-        return SHEET_INPUT
-    return IMAGE_INPUT if recipe.mix is not None and recipe.mix.image else INPUT
+def inputs_for(recipe: Recipe) -> list[tuple[str, str]]:
+    """(name suffix, golden input) of each vector a new card or recipe gets."""
+    if recipe.mix is None:
+        return [("", INPUT)]
+    return [("", EOL_INPUT), ("-exe", EXE_INPUT)] if recipe.eol else [("", EXE_INPUT)]
 
 
 def load(directory: Traversable | None = None) -> tuple[bytes, list[Vector]]:
@@ -157,17 +150,19 @@ def run(verbose: bool = False, directory: Traversable | None = None,
     return True
 
 
-def missing(vectors: list[Vector]) -> list[tuple[str, Recipe, str | None]]:
-    """(name, recipe, preset) of every preset card, and of one recipe for each architecture,
-    that no vector covers yet."""
-    have = {v.preset for v in vectors if v.preset}
-    todo = [(card.name, card.recipe, card.name) for card in
-            sorted(preset_cards().values(), key=lambda c: c.id) if card.name not in have]
-    covered = {v.recipe.arch for v in vectors} | {r.arch for _, r, _ in todo}
+def missing(vectors: list[Vector]) -> list[tuple[str, Recipe, str | None, str]]:
+    """(name, recipe, preset, input) of every vector that a preset card, or one recipe for
+    each architecture, still lacks."""
+    have = {v.name for v in vectors}
+    todo = [(card.name + suffix, card.recipe, card.name, source)
+            for card in sorted(preset_cards().values(), key=lambda c: c.id)
+            for suffix, source in inputs_for(card.recipe) if card.name + suffix not in have]
+    covered = {v.recipe.arch for v in vectors} | {r.arch for _, r, _, _ in todo}
     for arch in ARCHS:
         if arch not in covered:
             recipe = with_overrides(preset_by_name(DEFAULT_PRESET).recipe, arch=arch)
-            todo.append((f"arch-{arch}", recipe, None))
+            todo += [(f"arch-{arch}{suffix}", recipe, None, source)
+                     for suffix, source in inputs_for(recipe)]
     return todo
 
 
@@ -177,13 +172,12 @@ def add_missing(directory: Path) -> list[str]:
     manifest = json.loads((directory / MANIFEST).read_text())
     _, vectors = load(directory)
     added = []
-    for name, recipe, preset in missing(vectors):
-        source = input_for(recipe)
+    for name, recipe, preset, source in missing(vectors):
         blob = api.compress(load_input(directory, source), recipe)
         if _stores_raw(blob):
             raise ValueError(f"{name}: the golden input is stored, not coded, so the vector "
                              "would not test the arithmetic; give it a recipe that learns")
-        if recipe.eol and not _codes_crlf(blob):
+        if source == EOL_INPUT and not _codes_crlf(blob):
             raise ValueError(f"{name}: no frame of the golden input is coded as CRLF text")
         path = directory / f"{name}.rwkz"
         if path.exists():

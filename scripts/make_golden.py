@@ -125,8 +125,6 @@ def main() -> None:
     if not (args.dir / selftest.MANIFEST).exists():
         selftest.start(args.dir, golden_input())
         print(f"new golden input in {args.dir}")
-    selftest.add_input(args.dir, selftest.IMAGE_INPUT, golden_input() + bitmap())
-    selftest.add_input(args.dir, selftest.SHEET_INPUT, golden_input() + bitmap() + sheet())
     selftest.add_input(args.dir, selftest.EXE_INPUT,
                        golden_input() + bitmap() + sheet() + code())
     selftest.add_input(args.dir, selftest.EOL_INPUT, crlf_text())

@@ -25,9 +25,9 @@ from gradcheck import (
 )
 
 
-def grads(model, W, state0, tokens, symbols, floor, lanes32=0):
+def grads(model, W, state0, tokens, symbols, floor):
     return kernel_gradients(gdn.forward_step, backward_step, model, W, state0, tokens,
-                            symbols, floor, lanes32=lanes32)
+                            symbols, floor)
 
 
 VOCAB = 256
@@ -140,13 +140,13 @@ def random_state(model, rng, scale_mem=1.0, scale_s=0.3):
     return state
 
 
-def run_kernel(model, W, tokens, state0=None, floor=2.0**-20, lanes32=0):
+def run_kernel(model, W, tokens, state0=None, floor=2.0**-20):
     state = np.zeros(model.state_size, np.float32) if state0 is None else state0.copy()
     tr = np.zeros(model.trace_size, np.float32)
     lo = model.trace_global[common.T_LOGITS]
     out = []
     for tok in tokens:
-        gdn.forward_step(tok, W, NO_COPY, state, tr, model.index, floor, lanes32)
+        gdn.forward_step(tok, W, NO_COPY, state, tr, model.index, floor)
         out.append(tr[lo:lo + VOCAB].copy())
     return np.array(out), state, tr
 
@@ -161,16 +161,15 @@ FWD_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("lanes32", [0, 1], ids=["float64-lanes", "float32-lanes"])
 @pytest.mark.parametrize("cfg", FWD_CONFIGS)
-def test_forward_matches_float64_numpy(cfg, lanes32):
+def test_forward_matches_float64_numpy(cfg):
     model = GdnModel(cfg)
     rng = np.random.default_rng(0)
     # Larger weights than the init so every path (conv, gates, decay, MLP) matters.
     W = (model.init_params(11) + rng.normal(0, 0.15, model.layout.size)).astype(np.float32)
     state0 = random_state(model, rng)
     tokens = [72, 101, 108, 108, 111, 32, 119, 0, 255, 10, 10, 65]
-    logits, state, tr = run_kernel(model, W, tokens, state0, lanes32=lanes32)
+    logits, state, tr = run_kernel(model, W, tokens, state0)
     want, layers = numpy_run(cfg, tensors64(model, W), state0, tokens)
     for step in range(len(tokens)):
         np.testing.assert_allclose(logits[step], want[step], rtol=2e-4,
@@ -186,11 +185,11 @@ def test_forward_matches_float64_numpy(cfg, lanes32):
                                rtol=1e-3, atol=1e-7)
 
 
-def forward_digest(lanes32: int = 0) -> str:
+def forward_digest() -> str:
     """SHA-256 over logits, coded probabilities and final state for a fixed seed and input."""
     model = GdnModel(FWD_CONFIGS[1])
     logits, state, tr = run_kernel(model, model.init_params(2024),
-                                   list(b"The quick brown fox \x00\xff"), lanes32=lanes32)
+                                   list(b"The quick brown fox \x00\xff"))
     p = model.trace_global[common.T_P]
     h = hashlib.sha256()
     for part in (logits, tr[p:p + VOCAB], state):
@@ -198,14 +197,11 @@ def forward_digest(lanes32: int = 0) -> str:
     return h.hexdigest()
 
 
-PINNED_FORWARD_DIGEST = "9a66f20331bf2af4b59cf07aa79994474b08f95a27f4d6a5e71ca1461fae5900"
-# ... and under numeric contract 3 (float32 lanes)
-PINNED_LANES32_DIGEST = "d2d96f77b944b7d9583ecc8d22ca69869b254c03105ce8fbfd36034a21c6b9b7"
+PINNED_FORWARD_DIGEST = "d2d96f77b944b7d9583ecc8d22ca69869b254c03105ce8fbfd36034a21c6b9b7"
 
 
 def test_forward_bit_exact_checksum():
     assert forward_digest() == PINNED_FORWARD_DIGEST
-    assert forward_digest(1) == PINNED_LANES32_DIGEST
 
 
 def test_init_is_seeded_and_in_range():
@@ -284,9 +280,8 @@ BWD_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("lanes32", [0, 1], ids=["float64-lanes", "float32-lanes"])
 @pytest.mark.parametrize("cfg,floor", BWD_CONFIGS)
-def test_backward_matches_finite_differences(cfg, floor, lanes32):
+def test_backward_matches_finite_differences(cfg, floor):
     model = GdnModel(cfg)
     rng = np.random.default_rng(1)
     W = (model.init_params(3) + rng.normal(0, 0.1, model.layout.size)).astype(np.float32)
@@ -294,7 +289,7 @@ def test_backward_matches_finite_differences(cfg, floor, lanes32):
     tokens = [72, 105, 33, 10]
     symbols = [105, 33, 10, 72]
 
-    G, gstate = grads(model, W, state0, tokens, symbols, floor, lanes32)
+    G, gstate = grads(model, W, state0, tokens, symbols, floor)
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(gstate))
 
     t = tensors64(model, W)

@@ -27,7 +27,7 @@ def logits_after(model, W, tokens=b"abc\x00"):
     state = np.zeros(model.state_size, np.float32)
     tr = np.zeros(model.trace_size, np.float32)
     for t in tokens:
-        rwkv7.forward_step(t, W, NO_COPY, state, tr, model.index, 2.0**-20, 0)
+        rwkv7.forward_step(t, W, NO_COPY, state, tr, model.index, 2.0**-20)
     lo = model.trace_global[common.T_LOGITS]
     return tr[lo:lo + 256].copy()
 

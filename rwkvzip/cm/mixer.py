@@ -40,7 +40,7 @@ from rwkvzip.cm.context import (
 from rwkvzip.cm.history import text_class
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid_vector
+from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid64_vector
 from rwkvzip.ops.prefetch import prefetch
 
 # S slots of the mixer: the range context.py keeps for it in the context models' S array
@@ -484,7 +484,7 @@ def predict(q, CT, S, MX, ST, floor, P):
         z = final_logit(S, MX, X, n, d, z1s[n], z2s[n], z3s[n], selectors, image_live)
         dot[n] = z
         zf[n] = z  # float64: the float32 MX rounds
-    sigmoid_vector(zf[1:], pf64[1:], 0)  # every node's sigmoid64 in one vector pass
+    sigmoid64_vector(zf[1:], pf64[1:])  # every node's sigmoid64 in one vector pass
     sse2 = S[S_A3] != 0
     if sse2:
         S[S_A3_ROW] = sse2_row(S)

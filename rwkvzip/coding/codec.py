@@ -187,7 +187,6 @@ def network_buffers(recipe: Recipe) -> dict[str, tuple[tuple[int, ...], type]]:
         "gstate": ((ns if whole else 1,), f32),
         "scratch": ((model.backward_scratch_size() if whole else 1,), f32),
         "WT": ((n if tbptt else 0,), f32),
-        "acc": ((int(matrices[:, 1].max(initial=1)) if tbptt else 1,), np.float64),
         "REC": ((max(recipe.bptt, 1), int(matrices[:, 1:3].sum())) if whole else (0, 0), f32),
         "TAB": ((len(matrices) if whole else 0, 4), np.int64),
         "CUR": ((3,), np.int64),
@@ -229,7 +228,6 @@ class NetworkPredictor(Predictor):
         F[optim.F_BPTT] = recipe.bptt
         F[optim.F_CKPT] = K
         F[optim.F_RECOMPUTE] = float(recipe.recompute)
-        F[optim.F_CONTRACT] = recipe.contract
         self.F = F
         buffers = network_buffers(recipe)
         for name, (shape, dtype) in buffers.items():  # self.O, self.G, self.state, ...
@@ -262,7 +260,7 @@ class NetworkPredictor(Predictor):
                                self.W16)
         self.training = stepper.Training(self.O, self.G, self.R, self.RV, self.toks, self.ckpt,
                                          self.rs, self.rt, self.gstate, self.scratch, self.WT,
-                                         model.layout.twin_table(), self.acc,
+                                         model.layout.twin_table(),
                                          (self.REC, self.TAB, self.CUR))
         bundles = ((self.net, self.training, self.mixing) if network_learns(recipe)
                    else (self.net, self.mixing))

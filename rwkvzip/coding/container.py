@@ -12,7 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from rwkvzip.recipe import Recipe, RecipeError, preset_cards, preset_id_of
+from rwkvzip import __version__
+from rwkvzip.recipe import (
+    RETIRED_BY,
+    RETIRED_CARDS,
+    Recipe,
+    RecipeError,
+    preset_cards,
+    preset_id_of,
+)
 
 MAGIC = b"RWKZ"
 FORMAT_VERSION = 1  # what a stream without a prior of its own is written as
@@ -111,14 +119,18 @@ def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
         raise FormatError("not an rwkvzip file (bad magic)")
     version = _read_exact(f, 1, "header")[0]
     if version not in (FORMAT_VERSION, PRIOR_VERSION):
-        raise FormatError(f"unsupported format version {version} (this rwkvzip reads "
-                          f"versions {FORMAT_VERSION} and {PRIOR_VERSION}; a newer rwkvzip "
-                          "made this file?)")
+        raise FormatError(f"format version {version} needs a newer rwkvzip (this is "
+                          f"{__version__}, reading versions {FORMAT_VERSION} and "
+                          f"{PRIOR_VERSION})")
     tag = _read_varint(f, "header")
     if tag:
         card = preset_cards().get(tag)
+        if card is None and tag in RETIRED_CARDS:
+            raise FormatError(f"preset card {tag} is retired: this file was written by "
+                              f"{RETIRED_BY}")
         if card is None:
-            raise FormatError(f"unknown preset id {tag} (made by a newer rwkvzip?)")
+            raise FormatError(f"unknown preset card {tag}: this file needs a newer rwkvzip "
+                              f"(this is {__version__})")
         recipe = card.recipe
     else:
         length = _read_varint(f, "header")

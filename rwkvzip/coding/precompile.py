@@ -52,7 +52,7 @@ def compile_backward(recipe: Recipe) -> None:
     """Compile (or load) the network's backward step, as stepper.backward calls it (typed on
     zero arrays of the model's sizes)."""
     from rwkvzip.coding import stepper
-    from rwkvzip.net.common import dense_matrices, float32_lanes
+    from rwkvzip.net.common import dense_matrices
     from rwkvzip.net.gdn import backward as gdn_backward
     from rwkvzip.net.rwkv7 import backward as rwkv7_backward
 
@@ -66,8 +66,7 @@ def compile_backward(recipe: Recipe) -> None:
     compile_only(module.backward_step, np.int64(0), np.int64(1), W, zeros(W.size),
                  zeros(model.state_size), zeros(model.state_size), zeros(model.trace_size),
                  zeros(model.state_size), model.index, PROB_FLOOR,
-                 float32_lanes(recipe.contract), zeros(model.backward_scratch_size()),
-                 dense_matrices())
+                 zeros(model.backward_scratch_size()), dense_matrices())
 
 
 def learns_by_backward(recipe: Recipe) -> bool:

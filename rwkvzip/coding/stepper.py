@@ -48,7 +48,6 @@ Training and Mixing):
              step; the table twins says where), from which the backward reads its input
              gradients ~4x faster with the same bits; empty in the other modes, where
              weights change every byte and refreshing would cost more than it saves
-  acc        float64 buffer of those input gradients
   rec        the matrices' gradients of a segment's backward steps kept as their factors
              (net/gradrec.py), which the optimizer forms row by row (in G) as it steps
   CT, HB, S, MX, ST   the mixer's tables, history, state, floats and stretch table
@@ -69,10 +68,8 @@ from rwkvzip.net.common import (
     D_V,
     T_P,
     T_Q,
-    float32_lanes,
     gslice,
     logit_gradient,
-    narrow_sums,
 )
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as gdn
@@ -81,7 +78,6 @@ from rwkvzip.net.gradrec import record_into
 from rwkvzip.net.optim import (
     F_BPTT,
     F_CKPT,
-    F_CONTRACT,
     F_FLOOR,
     F_MIX,
     F_MODE,
@@ -104,7 +100,7 @@ MODE_HEAD, MODE_BPTT1, MODE_TBPTT, MODE_NONE, MODE_FROZEN = 0, 1, 2, 3, 4
 
 # The kernels' argument bundles (plain tuples to numba; built by codec.Predictor)
 Net = namedtuple("Net", "W state tr P I F W16")
-Training = namedtuple("Training", "O G R RV toks ckpt rs rt gstate scratch WT twins acc rec")
+Training = namedtuple("Training", "O G R RV toks ckpt rs rt gstate scratch WT twins rec")
 Mixing = namedtuple("Mixing", "CT HB S MX ST")
 
 
@@ -114,27 +110,25 @@ def forward(arch, token, W, W16, state, tr, I, F):
     branch before typing: a level compiles only its own network. The token is one integer
     type on every path (one signature of forward_step, not three)."""
     if arch == ARCH_RWKV7:
-        rwkv7.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR],
-                           float32_lanes(F[F_CONTRACT]))
+        rwkv7.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR])
     elif arch == ARCH_GDN:
-        gdn.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR],
-                         float32_lanes(F[F_CONTRACT]))
+        gdn.forward_step(np.int64(token), W, W16, state, tr, I, F[F_FLOOR])
 
 
 @jit(inline="always")
 def backward(arch, j, token, symbol, net, train, s_old, s_new, tr):
     """Step j's backward pass (its matrices' gradients into row j of the record)."""
     W, _, _, _, I, F, _ = net
-    matrices = (train.WT, train.acc, train.rec, narrow_sums(F[F_CONTRACT]))
+    matrices = (train.WT, train.rec)
     record_into(train.rec, j)
     if arch == ARCH_RWKV7:
         rwkv7_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
                                      s_new, tr, train.gstate, I, F[F_FLOOR],
-                                     float32_lanes(F[F_CONTRACT]), train.scratch, matrices)
+                                     train.scratch, matrices)
     elif arch == ARCH_GDN:
         gdn_backward.backward_step(np.int64(token), np.int64(symbol), W, train.G, s_old,
                                    s_new, tr, train.gstate, I, F[F_FLOOR],
-                                   float32_lanes(F[F_CONTRACT]), train.scratch, matrices)
+                                   train.scratch, matrices)
 
 
 @jit(inline="always")

@@ -97,9 +97,9 @@ def weights_matvec(W, W16, o, x, n_in, n_out, y):
 
 
 @jit
-def head_forward(W, W16, tr, I, floor, lanes32):
+def head_forward(W, W16, tr, I, floor):
     """Final norm of T_XOUT, LM head plus output bias, softmax and the coded distribution
-    (W16: see weights_matvec; lanes32: float32_lanes)."""
+    (W16: see weights_matvec)."""
     C = I[D_C]
     V = I[D_V]
     xn = gslice(tr, I, T_XN, C)
@@ -110,7 +110,7 @@ def head_forward(W, W16, tr, I, floor, lanes32):
     bias = gparam(W, I, P_BIAS, V)
     for j in range(V):
         logits[j] += bias[j]
-    softmax_with_floor(logits, floor, gslice(tr, I, T_Q, V), gslice(tr, I, T_P, V), lanes32)
+    softmax_with_floor(logits, floor, gslice(tr, I, T_Q, V), gslice(tr, I, T_P, V))
 
 
 @jit
@@ -135,26 +135,10 @@ def logit_gradient(symbol, tr, I, floor):
     return g
 
 
-def dense_matrices(contract: int = 1) -> tuple:
+def dense_matrices() -> tuple:
     """The `matrices` argument of a backward pass that reads its matrices from W itself and
-    adds their gradients into G, under numeric contract `contract`."""
-    return (np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.float64), no_record(),
-            narrow_sums(contract))
-
-
-@jit
-def narrow_sums(contract):
-    """The `narrow` flag of the backward's matrices: float32 sums (numeric contract 2 and
-    later) instead of float64."""
-    return 1 if contract >= 2 else 0
-
-
-@jit
-def float32_lanes(contract):
-    """The `lanes32` flag of the forward (and of the GDN backward's recomputed sigmoids):
-    the vector passes of transcendentals in float32 lanes (numeric contract 3 and later)
-    instead of float64."""
-    return 1 if contract >= 3 else 0
+    adds their gradients into G."""
+    return np.zeros(0, dtype=np.float32), no_record()
 
 
 @jit
@@ -167,12 +151,11 @@ def head_backward(symbol, W, G, tr, I, floor, gt, gx, matrices):
     """
     C = I[D_C]
     V = I[D_V]
-    WT, acc, rec, narrow = matrices
+    WT, rec = matrices
     glog = logit_gradient(symbol, tr, I, floor)
     vec_acc(gparam(G, I, P_BIAS, V), glog, V)
     weight_gradient(G, goff(I, P_HEAD), gslice(tr, I, T_XN, C), glog, C, V, rec)
-    input_gradient(gparam(W, I, P_HEAD, C * V), gparam(WT, I, P_HEAD, C * V), glog, C, V,
-                   gt, acc, narrow)
+    input_gradient(gparam(W, I, P_HEAD, C * V), gparam(WT, I, P_HEAD, C * V), glog, C, V, gt)
     for c in range(C):
         gx[c] = 0.0
     layer_norm_backward(gslice(tr, I, T_XOUT, C), gparam(W, I, P_LNO_W, C), gt,
@@ -184,11 +167,11 @@ def head_backward(symbol, W, G, tr, I, floor, gt, gx, matrices):
 def projection_backward(W, G, I, l, slot, x, g, n_in, n_out, gx, matrices):
     """Back through y = x · M of the layer's matrix `slot`: its gradient x g^T (into G or the
     record), and gx = M g (from its output-major twin where there is one)."""
-    WT, acc, rec, narrow = matrices
+    WT, rec = matrices
     off = loff(I, l, slot)
     n = n_in * n_out
     weight_gradient(G, off, x, g, n_in, n_out, rec)
-    input_gradient(W[off:off + n], WT[off:off + n], g, n_in, n_out, gx, acc, narrow)
+    input_gradient(W[off:off + n], WT[off:off + n], g, n_in, n_out, gx)
 
 
 @jit

@@ -30,8 +30,7 @@ from rwkvzip.ops.jit import jit
 
 # F slots
 (F_LR, F_BETA1, F_BETA2, F_EPS, F_OPT, F_STEP, F_B1POW, F_B2POW, F_FLOOR, F_CLIP, F_WARMUP,
- F_DECAY, F_LR_MIN, F_SEEN, F_MODE, F_BPTT, F_CKPT, F_SEGPOS, F_MIX, F_RECOMPUTE,
- F_CONTRACT) = range(21)
+ F_DECAY, F_LR_MIN, F_SEEN, F_MODE, F_BPTT, F_CKPT, F_SEGPOS, F_MIX, F_RECOMPUTE) = range(20)
 N_F = 24
 OPT_SGD, OPT_ADAM = 0, 1
 TINY = 1e-30  # values below this are flushed to zero (see apply_update)

@@ -22,7 +22,7 @@ import numpy as np
 
 from rwkvzip.ops.bf16 import as_float32
 from rwkvzip.ops.jit import jit
-from rwkvzip.ops.mathf import exp32_lane, exp_lane
+from rwkvzip.ops.mathf import exp32_lane
 
 MATVEC_JAM = 8  # inputs that one sweep over y adds in (matvec)
 
@@ -110,26 +110,21 @@ def l2_normalize(x, groups, size, min_norm, y):
 
 
 @jit
-def softmax_with_floor(logits, floor, q, p, lanes32):
+def softmax_with_floor(logits, floor, q, p):
     """q = softmax(logits); p = (1 - n*floor) * q + floor, the distribution that is coded.
 
     Every entry of p is finite and at least `floor`, so the range coder can code any byte.
-    The exponentials run as one vector pass (mathf.exp_lane, bit for bit exp64; with lanes32,
-    numeric contract 3, exp32_lane); only the max and the sum are sequential, in index order.
+    The exponentials run as one vector pass in float32 lanes (mathf.exp32_lane); only the
+    max and the sum are sequential, in index order.
     """
     n = logits.shape[0]
     m = logits[0]
     for i in range(1, n):
         if logits[i] > m:
             m = logits[i]
-    if lanes32:
-        for i in range(n):
-            e = exp32_lane(logits[i] - m)
-            q[i] = e if e >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
-    else:
-        for i in range(n):
-            e = exp_lane(np.float64(logits[i] - m))  # a float32 difference, as exp64 took it
-            q[i] = e if e >= 1e-30 else 0.0
+    for i in range(n):
+        e = exp32_lane(logits[i] - m)
+        q[i] = e if e >= 1e-30 else 0.0  # no float32 denormals (slow), floor covers it
     total = 0.0
     for i in range(n):
         total += q[i]
@@ -144,15 +139,15 @@ def softmax_with_floor(logits, floor, q, p, lanes32):
 
 
 @jit
-def matvec_t(M, g, n_in, n_out, x, zero, accumulate):
+def matvec_t(M, g, n_in, n_out, x, accumulate):
     """x = M g, or x += M g with `accumulate`: the input gradient of y = x · M (input-major
     M), or any row-major block's row sums against g; each sum in output order, accumulated
-    in the type of `zero` (float64, or float32 under numeric contract 2) and then added to
-    or stored in x.
+    in float32 and then added to or stored in x.
 
     Four rows run side by side only to overlap their dependency chains; every x[i] is still
     the plain sequential sum over o, so the result equals the one-row-at-a-time loop.
     """
+    zero = np.float32(0.0)
     n4 = n_in - n_in % 4
     for i in range(0, n4, 4):
         r0 = M[i * n_out:(i + 1) * n_out]
@@ -190,51 +185,15 @@ def matvec_t(M, g, n_in, n_out, x, zero, accumulate):
 
 
 @jit
-def matvec_t_twin(MT, g, n_in, n_out, x, acc):
-    """matvec_t read from the matrix's output-major twin (MT[o * n_in + i] = M[i * n_out +
-    o]): the same float64 sums in the same order over o, so the same bits, but the loop over
-    the inputs is contiguous and vectorises (~4x faster at 64-512 wide). acc: float64[n_in]."""
-    for i in range(n_in):
-        acc[i] = 0.0
-    o = 0
-    while o + 4 <= n_out:  # four outputs a sweep over acc, each added in order (as matvec)
-        g0, g1, g2, g3 = g[o], g[o + 1], g[o + 2], g[o + 3]
-        r0 = MT[o * n_in:(o + 1) * n_in]
-        r1 = MT[(o + 1) * n_in:(o + 2) * n_in]
-        r2 = MT[(o + 2) * n_in:(o + 3) * n_in]
-        r3 = MT[(o + 3) * n_in:(o + 4) * n_in]
-        for i in range(n_in):
-            s = acc[i] + r0[i] * g0
-            s = s + r1[i] * g1
-            s = s + r2[i] * g2
-            acc[i] = s + r3[i] * g3
-        o += 4
-    while o < n_out:
-        go = g[o]
-        row = MT[o * n_in:(o + 1) * n_in]
-        for i in range(n_in):
-            acc[i] += row[i] * go
-        o += 1
-    for i in range(n_in):
-        x[i] = acc[i]
-
-
-@jit
-def input_gradient(M, MT, g, n_in, n_out, x, acc, narrow):
-    """x = M g (the input gradient of y = x · M): from the twin MT where the caller keeps one
-    (MT not empty), else from M itself; both give the same bits. Each x[i] sums over the
-    outputs in index order, in float64, or with `narrow` (numeric contract 2) in float32:
-    from the twin that is the forward's own matvec, twice the SIMD width and no conversions
-    (measured ~2x faster)."""
-    if narrow:
-        if MT.shape[0] > 0:
-            matvec(MT, g, n_out, n_in, x)
-        else:
-            matvec_t(M, g, n_in, n_out, x, np.float32(0.0), False)
-    elif MT.shape[0] > 0:
-        matvec_t_twin(MT, g, n_in, n_out, x, acc)
+def input_gradient(M, MT, g, n_in, n_out, x):
+    """x = M g (the input gradient of y = x · M), each x[i] summed over the outputs in index
+    order in float32: from the twin MT where the caller keeps one (MT not empty; the
+    forward's own matvec, twice the SIMD width and no conversions), else from M itself;
+    both give the same bits."""
+    if MT.shape[0] > 0:
+        matvec(MT, g, n_out, n_in, x)
     else:
-        matvec_t(M, g, n_in, n_out, x, 0.0, False)
+        matvec_t(M, g, n_in, n_out, x, False)
 
 
 TWIN_TILE = 8

@@ -3,9 +3,9 @@
 libm and numpy's exp/log/tanh differ between CPUs and operating systems; these do not.
 They evaluate in float64 (every operation IEEE-exact, no FMA contraction) and are
 accurate to well below float32 rounding, so the float32 results are identical everywhere.
-Numeric contract 3 runs the network forward's vector passes (`*_vector(..., lanes32)`, the
-softmax) in float32 instead (exp32_lane): the same kind of formula, IEEE-exact float32
-operations, so equally identical everywhere, with twice the lanes and half the terms.
+The network's vector passes (`*_vector`, the softmax) run in float32 instead (exp32_lane):
+the same kind of formula, IEEE-exact float32 operations, so equally identical everywhere,
+with twice the lanes and half the terms.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def pow2_float32(typingctx, value):
 
 @jit(inline="always")
 def exp32_lane(x):
-    """e**x in float32 arithmetic (numeric contract 3), for vector loops: 8 lanes to AVX2's
+    """e**x in float32 arithmetic, for vector loops: 8 lanes to AVX2's
     vector where exp_lane has 4, half its terms (Taylor to r**7 / 7!, |r| <= 0.35);
     relative error <= 1.0e-7 over [-87, 88] (tests/test_mathf.py checks < 1e-6)."""
     xi = min(F32(x), EXP32_MAX)
@@ -130,15 +130,15 @@ def exp32_lane(x):
 
 @jit(inline="always")
 def sigmoid32_lane(x):
-    """1 / (1 + e**-x) in float32 (numeric contract 3)."""
+    """1 / (1 + e**-x) in float32."""
     return F32(1.0) / (F32(1.0) + exp32_lane(-x))
 
 
 @jit
 def exp64(x: float) -> float:
-    """e**x for float32-range arguments, relative error < 1e-15 (the formula of numeric
-    contract 1: reduction by ln 2, Taylor series to r**12 / 12!, |r| <= 0.35, so the
-    remainder is < 1e-16; exp_lane spells it out)."""
+    """e**x for float32-range arguments, relative error < 1e-15 (reduction by ln 2, Taylor
+    series to r**12 / 12!, |r| <= 0.35, so the remainder is < 1e-16; exp_lane spells it
+    out)."""
     return exp_lane(x)
 
 
@@ -149,44 +149,35 @@ def sigmoid_lane(x: float) -> float:
 
 
 @jit
-def silu_vector(x, out, lanes32):
-    """out[i] = silu64(x[i]) bit for bit, in one vector pass (out apart from x, exp_into);
-    with lanes32 (numeric contract 3), x[i] * sigmoid32(x[i]) in float32 lanes."""
-    if lanes32:
-        for i in range(x.shape[0]):
-            xi = F32(x[i])
-            out[i] = xi * sigmoid32_lane(xi)
-    else:
-        for i in range(x.shape[0]):
-            xi = np.float64(x[i])
-            out[i] = xi * sigmoid_lane(xi)
+def sigmoid64_vector(x, out):
+    """out[i] = sigmoid64(x[i]) bit for bit, in one vector pass (out apart from x): the
+    mixer's float64 squash of every node."""
+    for i in range(x.shape[0]):
+        out[i] = sigmoid_lane(np.float64(x[i]))
 
 
 @jit
-def swiglu_vector(gate, up, out, lanes32):
-    """out[i] = silu64(gate[i]) * up[i], rounded once, in one vector pass (the SwiGLU's
-    product; out apart from gate and up); with lanes32 (numeric contract 3), gate[i] *
-    sigmoid32(gate[i]) * up[i] in float32 lanes."""
-    if lanes32:
-        for i in range(gate.shape[0]):
-            g = F32(gate[i])
-            out[i] = g * sigmoid32_lane(g) * up[i]
-    else:
-        for i in range(gate.shape[0]):
-            g = np.float64(gate[i])
-            out[i] = g * sigmoid_lane(g) * up[i]
+def silu_vector(x, out):
+    """out[i] = x[i] * sigmoid32(x[i]) in float32 lanes, one vector pass (out apart from x)."""
+    for i in range(x.shape[0]):
+        xi = F32(x[i])
+        out[i] = xi * sigmoid32_lane(xi)
 
 
 @jit
-def sigmoid_vector(x, out, lanes32):
-    """out[i] = sigmoid64(x[i]) bit for bit, in one vector pass (out apart from x, exp_into);
-    with lanes32 (numeric contract 3), sigmoid32 in float32 lanes."""
-    if lanes32:
-        for i in range(x.shape[0]):
-            out[i] = sigmoid32_lane(F32(x[i]))
-    else:
-        for i in range(x.shape[0]):
-            out[i] = sigmoid_lane(np.float64(x[i]))
+def swiglu_vector(gate, up, out):
+    """out[i] = gate[i] * sigmoid32(gate[i]) * up[i] in float32 lanes, one vector pass (the
+    SwiGLU's product; out apart from gate and up)."""
+    for i in range(gate.shape[0]):
+        g = F32(gate[i])
+        out[i] = g * sigmoid32_lane(g) * up[i]
+
+
+@jit
+def sigmoid_vector(x, out):
+    """out[i] = sigmoid32(x[i]) in float32 lanes, one vector pass (out apart from x)."""
+    for i in range(x.shape[0]):
+        out[i] = sigmoid32_lane(F32(x[i]))
 
 
 @jit

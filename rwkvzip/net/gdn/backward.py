@@ -258,8 +258,8 @@ def delta_rule_backward(states, inputs, gates, grads, scratch, dk, dv):
 
 
 @jit
-def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, lanes32,
-                  scratch, matrices):
+def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, scratch,
+                  matrices):
     """Add d(-ln p[symbol]) / dW of one forward step into G; map gstate back one step.
 
     token      the byte the step read (its embedding row gets the input gradient)
@@ -270,10 +270,8 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     tr         the trace forward_step left for this step (T_GLOGITS gets dL/dlogits)
     gstate     in: dL/d(state_new) (zeros for a single step); out: dL/d(state_old)
     I, floor   the index table and the output floor the forward used
-    lanes32    the forward's float32-lanes flag: its SiLUs' sigmoids are recomputed as it
-               computed them
     scratch    float32 work array of at least backward_scratch_size(I) entries
-    matrices   (WT, acc, rec): where the matrices are read from and their gradients go, as
+    matrices   (WT, rec): where the matrices are read from and their gradients go, as
                in net/rwkv7/backward.py
     """
     C = I[D_C]
@@ -342,7 +340,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         up = tslice(tr, I, l, S_UP, F)
         act = tslice(tr, I, l, S_ACT, F)
         projection_backward(W, G, I, l, L_DOWN, act, GX, F, C, GUP, matrices)
-        sigmoid_vector(gp, sig[:F], lanes32)
+        sigmoid_vector(gp, sig[:F])
         for f in range(F):
             ga = GUP[f]
             x = gp[f]
@@ -364,7 +362,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         z = tslice(tr, I, l, S_Z, VD)
         on = tslice(tr, I, l, S_ON, VD)
         zs = tslice(tr, I, l, S_ZS, VD)
-        sigmoid_vector(z, sig[:VD], lanes32)
+        sigmoid_vector(z, sig[:VD])
         for i in range(VD):
             gy = GY[i]
             GZ[i] = gy * on[i] * silu_grad(z[i], sig[i])
@@ -419,7 +417,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
         l2_normalize_backward(c[0:KD], qn, GQ, Hk, dk, L2_MIN_NORM, GC[0:KD])
         l2_normalize_backward(c[KD:2 * KD], kn, GK, Hk, dk, L2_MIN_NORM, GC[KD:2 * KD])
         cpre = tslice(tr, I, l, S_CPRE, QKV)
-        sigmoid_vector(cpre, sig[:QKV], lanes32)
+        sigmoid_vector(cpre, sig[:QKV])
         for i in range(QKV):
             GC[i] = GC[i] * silu_grad(cpre[i], sig[i])
         qkv = tslice(tr, I, l, S_QKV, QKV)

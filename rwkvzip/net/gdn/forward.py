@@ -156,10 +156,10 @@ def delta_rule_step(S, q, k, v, beta, g, Hk, Hv, dk, dv, scale, u, delta, o):
 
 
 @jit
-def forward_step(token, W, W16, state, tr, I, floor, lanes32):
+def forward_step(token, W, W16, state, tr, I, floor):
     """Run one byte through the network; leaves logits, q = softmax and the coded p in tr.
-    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec); lanes32:
-    the SiLUs, the SwiGLU's gate and the softmax in float32 lanes (common.float32_lanes)."""
+    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec). The SiLUs,
+    the SwiGLU's gate and the softmax run in float32 lanes."""
     C = I[D_C]
     L = I[D_L]
     Hk = I[D_HK]
@@ -201,7 +201,7 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         cpre = tslice(tr, I, l, S_CPRE, QKV)
         c = tslice(tr, I, l, S_C, QKV)
         conv_step(mem, lparam(W, I, l, L_CONV, Kc * QKV), qkv, Kc, QKV, cpre)
-        silu_vector(cpre, c, lanes32)
+        silu_vector(cpre, c)
         qn = tslice(tr, I, l, S_QN, KD)
         kn = tslice(tr, I, l, S_KN, KD)
         l2_normalize(c[0:KD], Hk, dk, L2_MIN_NORM, qn)
@@ -220,7 +220,7 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         gn_w = lparam(W, I, l, L_GNORM, dv)
         for h in range(Hv):
             rms_norm(o[h * dv:(h + 1) * dv], gn_w, RMS_EPS, dv, on[h * dv:(h + 1) * dv])
-        silu_vector(z, zs, lanes32)
+        silu_vector(z, zs)
         for i in range(VD):
             y[i] = on[i] * zs[i]
         xmid = tslice(tr, I, l, S_XMID, C)
@@ -236,11 +236,11 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         act = tslice(tr, I, l, S_ACT, F)
         weights_matvec(W, W16, loff(I, l, L_GATE), hn, C, F, gp)
         weights_matvec(W, W16, loff(I, l, L_UP), hn, C, F, up)
-        swiglu_vector(gp, up, act, lanes32)
+        swiglu_vector(gp, up, act)
         # the block's output is the next block's input; the last one feeds the head
         xout = tslice(tr, I, l + 1, S_X_IN, C) if l < L - 1 else gslice(tr, I, T_XOUT, C)
         weights_matvec(W, W16, loff(I, l, L_DOWN), act, F, C, xout)
         for i in range(C):
             xout[i] = xmid[i] + xout[i]
 
-    head_forward(W, W16, tr, I, floor, lanes32)
+    head_forward(W, W16, tr, I, floor)

@@ -167,7 +167,7 @@ def key_gradients(j, sw, sb, sk, su, a, kk, gw, gk, gkk, ga):
 
 
 @jit
-def wkv_backward(states, inputs, grads, scratch, N, zero):
+def wkv_backward(states, inputs, grads, scratch, N):
     """Back through one head of the WKV step (state key-major, S[j * N + i]).
 
     states (S_old, S_new, gS); inputs (w, k, v, kk, a, r, gy) of the forward and the output's
@@ -175,15 +175,15 @@ def wkv_backward(states, inputs, grads, scratch, N, zero):
     Forward: u[i] = sum_j S_old[j, i] kk[j]; S_new[j, i] = S_old[j, i] w[j] + b[j] u[i]
     + k[j] v[i] with b = -kk a; y[i] = sum_j S_new[j, i] r[j].
     On entry gS = dL/dS_new, on exit dL/dS_old. gr, gk, gv accumulate; gw, gkk, ga are set.
-    The sums over a key's row accumulate in the type of `zero`: float64, or float32 under
-    numeric contract 2 (no conversions: measured ~x faster).
+    The sums over a key's row accumulate in float32 (no conversions).
     """
+    zero = np.float32(0.0)
     S_old, S_new, gS = states
     w, k, v, kk, a, r, gy = inputs
     gr, gk, gv, gw, gkk, ga = grads
     u, gu = scratch
     # read-out: gr[j] += sum_i S_new[j, i] gy[i]; gS[j, i] += r[j] gy[i]
-    matvec_t(S_new, gy, N, N, gr, zero, True)
+    matvec_t(S_new, gy, N, N, gr, True)
     for j in range(N):
         rj = r[j]
         for i in range(N):
@@ -247,8 +247,8 @@ def wkv_backward(states, inputs, grads, scratch, N, zero):
 
 
 @jit
-def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, lanes32,
-                  scratch, matrices):
+def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floor, scratch,
+                  matrices):
     """Add d(-ln p[symbol]) / dW of one forward step into G; map gstate back one step.
 
     token      the byte the step read (its embedding row gets the input gradient)
@@ -259,13 +259,9 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
     tr         the trace forward_step left for this step (T_GLOGITS gets dL/dlogits)
     gstate     in: dL/d(state_new) (zeros for a single step); out: dL/d(state_old)
     I, floor   the index table and the output floor the forward used
-    lanes32    the forward's float32-lanes flag, in the signature both architectures share:
-               this backward reads every transcendental's value from the trace, so it
-               computes the same under either
     scratch    float32 work array of at least backward_scratch_size(I) entries
-    matrices   (WT, acc, rec): W's matrices as output-major twins (linalg.refresh_twins) and
-               a float64 buffer for the input gradients read from them, or an empty WT to
-               read W itself (the same bits either way); and the record that keeps the
+    matrices   (WT, rec): W's matrices as output-major twins (linalg.refresh_twins), or an
+               empty WT to read W itself (the same bits either way); and the record that keeps the
                matrices' gradients (net/gradrec.py), or an empty one: into G with the rest
                (net.common.dense_matrices: both empty)
     """
@@ -396,10 +392,7 @@ def backward_step(token, symbol, W, G, state_old, state_new, tr, gstate, I, floo
             inputs = (wdec[lo:hi], k[lo:hi], v[lo:hi], kk[lo:hi], a[lo:hi], r[lo:hi],
                       GY[lo:hi])
             grads = (GR[lo:hi], GK[lo:hi], GV[lo:hi], GW[lo:hi], GKK[lo:hi], GA[lo:hi])
-            if matrices[3]:  # numeric contract 2
-                wkv_backward(states, inputs, grads, (U, GU), N, np.float32(0.0))
-            else:
-                wkv_backward(states, inputs, grads, (U, GU), N, 0.0)
+            wkv_backward(states, inputs, grads, (U, GU), N)
 
         # k = kpre (1 + (a - 1) k_a)
         kpre = tslice(tr, I, l, S_KPRE, C)

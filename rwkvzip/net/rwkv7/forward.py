@@ -34,7 +34,7 @@ from rwkvzip.net.common import (
 )
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.linalg import group_norm, l2_normalize, layer_norm, matvec
-from rwkvzip.ops.mathf import exp32_lane, exp_lane, sigmoid_vector, tanh64
+from rwkvzip.ops.mathf import exp32_lane, sigmoid_vector, tanh64
 
 # ---- index table I: RWKV-7 dims (after the common ones) ----------------------------------
 D_H, D_N, D_I, D_DW, D_DA, D_DV, D_DG = range(4, 11)
@@ -65,7 +65,7 @@ NT_LAYER = 39
 GROUP_NORM_EPS = 64e-5
 KK_MIN_NORM = 1e-12
 INV_SQRT_E = 1.0 / math.sqrt(math.e)
-INV_SQRT_E32 = np.float32(INV_SQRT_E)  # ... in float32 lanes (numeric contract 3)
+INV_SQRT_E32 = np.float32(INV_SQRT_E)  # ... in float32 lanes
 
 
 @jit
@@ -79,11 +79,10 @@ def layer_state(state, I, layer):
 
 
 @jit
-def forward_step(token, W, W16, state, tr, I, floor, lanes32):
+def forward_step(token, W, W16, state, tr, I, floor):
     """Run one byte through the network; leaves logits, q = softmax and the coded p in tr.
-    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec); lanes32:
-    the sigmoids, the decay's exponential and the softmax in float32 lanes
-    (common.float32_lanes)."""
+    W16: W's bfloat16 copy or ops.bf16.NO_COPY (net/common.py, weights_matvec). The
+    sigmoids, the decay's exponential and the softmax run in float32 lanes."""
     C = I[D_C]
     L = I[D_L]
     H = I[D_H]
@@ -154,13 +153,9 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         w0 = lparam(W, I, l, L_W0, C)
         for c in range(C):
             wsig[c] = wsig[c] + w0[c]
-        sigmoid_vector(wsig, wsig, lanes32)
-        if lanes32:
-            for c in range(C):
-                wdec[c] = exp32_lane(-wsig[c] * INV_SQRT_E32)
-        else:
-            for c in range(C):
-                wdec[c] = exp_lane(-wsig[c] * INV_SQRT_E)
+        sigmoid_vector(wsig, wsig)
+        for c in range(C):
+            wdec[c] = exp32_lane(-wsig[c] * INV_SQRT_E32)
 
         # in-context learning rate a = sigmoid(xa A1 A2 + a0)
         ah = tslice(tr, I, l, S_AH, Da)
@@ -170,13 +165,13 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         a0 = lparam(W, I, l, L_A0, C)
         for c in range(C):
             a[c] = a[c] + a0[c]
-        sigmoid_vector(a, a, lanes32)
+        sigmoid_vector(a, a)
 
         # output gate g = sigmoid(xg G1) G2
         gh = tslice(tr, I, l, S_GH, Dg)
         g = tslice(tr, I, l, S_G, C)
         weights_matvec(W, W16, loff(I, l, L_G1), xg, C, Dg, gh)
-        sigmoid_vector(gh, gh, lanes32)
+        sigmoid_vector(gh, gh)
         weights_matvec(W, W16, loff(I, l, L_G2), gh, Dg, C, g)
 
         # value residual: layer 0 publishes v, later layers mix it in
@@ -193,7 +188,7 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
             v0 = lparam(W, I, l, L_V0, C)
             for c in range(C):
                 nu[c] = nu[c] + v0[c]
-            sigmoid_vector(nu, nu, lanes32)
+            sigmoid_vector(nu, nu)
             for c in range(C):
                 v[c] = vpre[c] + (vfirst[c] - vpre[c]) * nu[c]
 
@@ -263,7 +258,7 @@ def forward_step(token, W, W16, state, tr, I, floor, lanes32):
         for c in range(C):
             xout[c] = xmid[c] + fout[c]
 
-    head_forward(W, W16, tr, I, floor, lanes32)
+    head_forward(W, W16, tr, I, floor)
 
 
 @jit
