@@ -1,6 +1,6 @@
 """Pure network vs context models alone vs both mixed, on the same files.
 
-    python scripts/compare_mixing.py --part neural|cm|mixed [--preset mix-v1] --json OUT FILE...
+    python scripts/compare_mixing.py --part neural|cm|mixed [--preset CARD] --json OUT FILE...
         [--orders 1,2,3,4,6,0,8,13] [--mix lr=0.02 --mix count_limit=15]
     python scripts/compare_mixing.py --table A.json B.json C.json
 
@@ -24,7 +24,7 @@ from harness import roundtrip
 
 from rwkvzip.api import compress_stream
 from rwkvzip.coding import container
-from rwkvzip.recipe import preset_by_name
+from rwkvzip.recipe import DEFAULT_PRESET, preset_by_name
 
 
 def part_recipe(preset: str, part: str, orders: str | None = None, mix: tuple = ()):
@@ -61,7 +61,7 @@ def table(paths: list[Path]) -> None:
         d = json.loads(p.read_text())
         parts[d["part"]] = d
     names = [r["file"] for r in next(iter(parts.values()))["rows"]]
-    card_header = len(container.encode_header(preset_by_name("mix-v1").recipe))
+    card_header = len(container.encode_header(preset_by_name(DEFAULT_PRESET).recipe))
     order = [p for p in ("neural", "cm", "mixed") if p in parts]
     print("| file | " + " | ".join(f"{p} bpb | {p} KB/s (c/d)" for p in order) + " |")
     print("|---|" + "---:|---:|" * len(order))
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--part", choices=["neural", "cm", "mixed"])
-    ap.add_argument("--preset", default="mix-v1")
+    ap.add_argument("--preset", default=DEFAULT_PRESET, help="the base card (the default's)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--orders", help="the preset's context kinds replaced, e.g. 1,2,3,4,6,0,8,13")
     ap.add_argument("--mix", action="append", default=[], metavar="FIELD=VALUE",

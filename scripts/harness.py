@@ -23,13 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def find_corpus() -> Path:
-    """RWKVZIP_CORPUS, else ../shared/corpus beside the checkout, else the workplace copy."""
-    candidates = [os.environ.get("RWKVZIP_CORPUS"), ROOT.parent / "shared" / "corpus",
-                  "/work/shared/corpus"]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c)
-    return ROOT.parent / "shared" / "corpus"
+    """RWKVZIP_CORPUS, else ../shared/corpus beside the checkout."""
+    given = os.environ.get("RWKVZIP_CORPUS")
+    return Path(given) if given else ROOT.parent / "shared" / "corpus"
 
 
 CORPUS = find_corpus()

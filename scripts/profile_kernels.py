@@ -39,7 +39,6 @@ from rwkvzip.coding import coder, stepper
 from rwkvzip.coding.codec import ENCODE_BLOCK, Predictor, frame_blocks
 from rwkvzip.net import common as KC  # noqa: N812
 from rwkvzip.net import optim
-from rwkvzip.net.common import float32_lanes, narrow_sums
 from rwkvzip.net.gdn import backward as gdn_backward
 from rwkvzip.net.gdn import forward as KG  # noqa: N812
 from rwkvzip.net.gradrec import new_record, no_record, record_into
@@ -70,7 +69,6 @@ from rwkvzip.ops.linalg import (
 from rwkvzip.ops.mathf import (
     exp32_lane,
     exp64,
-    exp_lane,
     sigmoid64,
     sigmoid_vector,
     silu_vector,
@@ -82,7 +80,6 @@ from rwkvzip.recipe import (
     ARCHS,
     DEFAULT_LEVEL,
     LEVELS,
-    NUMERIC_CONTRACT,
     PROB_FLOOR,
     Recipe,
     level_recipe,
@@ -91,7 +88,6 @@ from rwkvzip.recipe import (
 DEFAULT_FILE = CORPUS / "canterbury" / "alice29.txt"
 MIN_SECONDS = 0.3  # each timing runs about this long (the smoke tests shorten it)
 PEAK_ROUNDS = 3  # the matvec peak and the whole forward: the best of this many runs
-LANES32 = float32_lanes(NUMERIC_CONTRACT)  # the networks' parts run under the newest contract
 CONFIGS = {"gdn:32x1": ("gdn", {"hidden": 32, "layers": 1, "key_heads": 1, "value_heads": 2,
                                 "key_dim": 16, "value_dim": 16, "mlp": 128}),
            "gdn:64x1": ("gdn", {"hidden": 64, "layers": 1, "key_heads": 2, "value_heads": 4,
@@ -128,34 +124,34 @@ def gdn_dims(I):
 
 
 @jit(cache=False)
-def loop_forward(arch, data, W, W16, state, tr, I, floor, lanes32):
+def loop_forward(arch, data, W, W16, state, tr, I, floor):
     for t in range(data.shape[0]):
         if arch == 0:
-            KR.forward_step(data[t], W, W16, state, tr, I, floor, lanes32)
+            KR.forward_step(data[t], W, W16, state, tr, I, floor)
         else:
-            KG.forward_step(data[t], W, W16, state, tr, I, floor, lanes32)
+            KG.forward_step(data[t], W, W16, state, tr, I, floor)
 
 
 @jit(cache=False)
-def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor, lanes32,
+def loop_forward_backward(arch, data, W, G, state, s_old, tr, gstate, I, floor,
                           scratch, matrices):
     """Each byte's forward step, then its backward step (one byte's gradient; the matrices'
     gradients into the rows of the record in turn, as a segment's steps do); arch 0 is
     RWKV-7, else GDN."""
-    rec = matrices[2]
+    rec = matrices[1]
     for t in range(data.shape[0] - 1):
         for i in range(state.shape[0]):
             s_old[i] = state[i]
             gstate[i] = 0.0
         record_into(rec, t % rec[0].shape[0])
         if arch == 0:
-            KR.forward_step(data[t], W, NO_COPY, state, tr, I, floor, lanes32)
+            KR.forward_step(data[t], W, NO_COPY, state, tr, I, floor)
             rwkv7_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
-                                         I, floor, lanes32, scratch, matrices)
+                                         I, floor, scratch, matrices)
         else:
-            KG.forward_step(data[t], W, NO_COPY, state, tr, I, floor, lanes32)
+            KG.forward_step(data[t], W, NO_COPY, state, tr, I, floor)
             gdn_backward.backward_step(data[t], data[t + 1], W, G, s_old, state, tr, gstate,
-                                       I, floor, lanes32, scratch, matrices)
+                                       I, floor, scratch, matrices)
 
 
 @jit(cache=False)
@@ -168,10 +164,9 @@ def rwkv7_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch,
     N = I[KR.D_N]
     FF = I[KR.D_I]
     ranks = (I[KR.D_DW], I[KR.D_DA], I[KR.D_DV], I[KR.D_DG])
-    zero32 = np.float32(0.0)
     g, gx, big = vecs[0], vecs[1], vecs[2]
     for _ in range(n):
-        record_into(matrices[2], 0)
+        record_into(matrices[1], 0)
         if part == 0:  # the output layer: logit gradient, head, final norm
             KC.head_backward(65, W, G, tr, I, floor, scratch[:C], scratch[C:2 * C], matrices)
         for l in range(I[KC.D_L]):
@@ -203,10 +198,7 @@ def rwkv7_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch,
                     outs = (vecs[10][lo:lo + N], vecs[11][lo:lo + N], vecs[12][lo:lo + N],
                             vecs[13][lo:lo + N], vecs[14][lo:lo + N], vecs[15][lo:lo + N])
                     wkv_scratch = (scratch[:N], scratch[N:2 * N])
-                    if matrices[3]:
-                        rwkv7_backward.wkv_backward(states, ins, outs, wkv_scratch, N, zero32)
-                    else:
-                        rwkv7_backward.wkv_backward(states, ins, outs, wkv_scratch, N, 0.0)
+                    rwkv7_backward.wkv_backward(states, ins, outs, wkv_scratch, N)
             elif part == 5:  # the attention and FFN norms, the group norm, layer 0's pre-norm
                 w = KC.lparam(W, I, l, KR.L_ATT_W, C)
                 gw = KC.lparam(G, I, l, KR.L_ATT_W, C)
@@ -222,7 +214,7 @@ def rwkv7_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch,
             for i in range(gstate.shape[0]):
                 gstate[i] = 0.0
             rwkv7_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
-                                         LANES32, scratch, matrices)
+                                         scratch, matrices)
 
 
 @jit(cache=False)
@@ -235,14 +227,14 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
     g, gx, big, gq, gk, out = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[11]
     sig = np.empty(max(F, QKV), dtype=np.float64)
     for _ in range(n):
-        record_into(matrices[2], 0)
+        record_into(matrices[1], 0)
         if part == 0:  # the output layer: logit gradient, head, final norm
             KC.head_backward(65, W, G, tr, I, floor, scratch[:C], scratch[C:2 * C], matrices)
         for l in range(I[KC.D_L]):
             if part == 1:  # the MLP: down, gate and up projections, the SwiGLU's gradient
                 gp = KC.tslice(tr, I, l, KG.S_GP, F)
                 KC.projection_backward(W, G, I, l, KG.L_DOWN, big, g, F, C, big, matrices)
-                sigmoid_vector(gp, sig[:F], LANES32)
+                sigmoid_vector(gp, sig[:F])
                 for f in range(F):  # into another vector: gradients scaled in place again
                     out[f] = big[f] * silu_grad(gp[f], sig[f])  # and again turn denormal
                 KC.projection_backward(W, G, I, l, KG.L_GATE, g, out, C, F, gx, matrices)
@@ -275,7 +267,7 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
                 l2_normalize_backward(c[KD:2 * KD], KC.tslice(tr, I, l, KG.S_KN, KD), gk, Hk,
                                       dk, KG.L2_MIN_NORM, big[KD:2 * KD])
                 cpre = KC.tslice(tr, I, l, KG.S_CPRE, QKV)
-                sigmoid_vector(cpre, sig[:QKV], LANES32)
+                sigmoid_vector(cpre, sig[:QKV])
                 for i in range(QKV):
                     out[i] = big[i] * silu_grad(cpre[i], sig[i])
                 gdn_backward.conv_backward(mem_old, g_mem, KC.lparam(W, I, l, KG.L_CONV,
@@ -300,7 +292,7 @@ def gdn_backward_part(part, W, G, s_old, state, tr, gstate, I, floor, scratch, m
             for i in range(gstate.shape[0]):
                 gstate[i] = 0.0
             gdn_backward.backward_step(65, 66, W, G, s_old, state, tr, gstate, I, floor,
-                                       LANES32, scratch, matrices)
+                                       scratch, matrices)
 
 
 @jit(cache=False)
@@ -336,7 +328,7 @@ def loop_matvec(M, x, n_in, n_out, y, n):
 @jit(cache=False)
 def loop_head(W, tr, I, floor, n):
     for _ in range(n):
-        KC.head_forward(W, NO_COPY, tr, I, floor, LANES32)
+        KC.head_forward(W, NO_COPY, tr, I, floor)
 
 
 @jit(cache=False)
@@ -392,23 +384,19 @@ def rwkv7_part(part, W, state, tr, I, n):
                 wsig = KC.tslice(tr, I, l, KR.S_WSIG, C)
                 wdec = KC.tslice(tr, I, l, KR.S_WDEC, C)
                 matvec(KC.lparam(W, I, l, KR.L_W2, Dw * C), wh, Dw, C, wsig)
-                sigmoid_vector(wsig, wsig, LANES32)
-                if LANES32:
-                    for c in range(C):
-                        wdec[c] = exp32_lane(-wsig[c] * KR.INV_SQRT_E32)
-                else:
-                    for c in range(C):
-                        wdec[c] = exp_lane(-wsig[c] * KR.INV_SQRT_E)
+                sigmoid_vector(wsig, wsig)
+                for c in range(C):
+                    wdec[c] = exp32_lane(-wsig[c] * KR.INV_SQRT_E32)
                 ah = KC.tslice(tr, I, l, KR.S_AH, Da)
                 a = KC.tslice(tr, I, l, KR.S_A, C)
                 matvec(KC.lparam(W, I, l, KR.L_A1, C * Da), KC.tslice(tr, I, l, KR.S_XAA, C),
                        C, Da, ah)
                 matvec(KC.lparam(W, I, l, KR.L_A2, Da * C), ah, Da, C, a)
-                sigmoid_vector(a, a, LANES32)
+                sigmoid_vector(a, a)
                 gh = KC.tslice(tr, I, l, KR.S_GH, Dg)
                 matvec(KC.lparam(W, I, l, KR.L_G1, C * Dg), KC.tslice(tr, I, l, KR.S_XG, C),
                        C, Dg, gh)
-                sigmoid_vector(gh, gh, LANES32)
+                sigmoid_vector(gh, gh)
                 matvec(KC.lparam(W, I, l, KR.L_G2, Dg * C), gh, Dg, C,
                        KC.tslice(tr, I, l, KR.S_G, C))
                 if l > 0:
@@ -417,7 +405,7 @@ def rwkv7_part(part, W, state, tr, I, n):
                     matvec(KC.lparam(W, I, l, KR.L_V1, C * Dv), KC.tslice(tr, I, l, KR.S_XV, C),
                            C, Dv, vh)
                     matvec(KC.lparam(W, I, l, KR.L_V2, Dv * C), vh, Dv, C, nu)
-                    sigmoid_vector(nu, nu, LANES32)
+                    sigmoid_vector(nu, nu)
             elif part == 4:  # keys (normalised removal key) and WKV state update
                 l2_normalize(KC.tslice(tr, I, l, KR.S_KKPRE, C), H, N, KR.KK_MIN_NORM,
                              KC.tslice(tr, I, l, KR.S_KK, C))
@@ -475,10 +463,8 @@ def gdn_part(part, W, state, tr, I, n):
                 for h in range(Hv):
                     beta[h] = sigmoid64(beta[h])
                     g[h] = exp64(-exp64(a_log[h]) * softplus64(apre[h]))
-                silu_vector(KC.tslice(tr, I, l, KG.S_CPRE, QKV), KC.tslice(tr, I, l, KG.S_C, QKV),
-                            LANES32)
-                silu_vector(KC.tslice(tr, I, l, KG.S_Z, VD), KC.tslice(tr, I, l, KG.S_ZS, VD),
-                            LANES32)
+                silu_vector(KC.tslice(tr, I, l, KG.S_CPRE, QKV), KC.tslice(tr, I, l, KG.S_C, QKV))
+                silu_vector(KC.tslice(tr, I, l, KG.S_Z, VD), KC.tslice(tr, I, l, KG.S_ZS, VD))
             elif part == 3:  # causal conv and the q, k normalisation
                 KG.conv_step(mem, KC.lparam(W, I, l, KG.L_CONV, Kc * QKV),
                              KC.tslice(tr, I, l, KG.S_QKV, QKV), Kc, QKV,
@@ -503,7 +489,7 @@ def gdn_part(part, W, state, tr, I, n):
                 act = KC.tslice(tr, I, l, KG.S_ACT, F)
                 matvec(KC.lparam(W, I, l, KG.L_GATE, C * F), hn, C, F, gp)
                 matvec(KC.lparam(W, I, l, KG.L_UP, C * F), hn, C, F, up)
-                swiglu_vector(gp, up, act, LANES32)
+                swiglu_vector(gp, up, act)
                 matvec(KC.lparam(W, I, l, KG.L_DOWN, F * C), act, F, C,
                        KC.tslice(tr, I, l, KG.S_XMID, C))
 
@@ -511,7 +497,7 @@ def gdn_part(part, W, state, tr, I, n):
 @jit(cache=False)
 def loop_softmax(logits, floor, q, p, n):
     for _ in range(n):
-        softmax_with_floor(logits, floor, q, p, LANES32)
+        softmax_with_floor(logits, floor, q, p)
 
 
 # ---------------------------------------------------------------- part tables
@@ -588,11 +574,10 @@ def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list
     table = model.layout.twin_table()
     WT = np.zeros_like(W)
     refresh_twins(W, WT, table)
-    matrices = (WT, np.zeros(int(table[:, 1].max()), np.float64), new_record(table, 1),
-                narrow_sums(2))
+    matrices = (WT, new_record(table, 1))
     G = np.zeros_like(W)
     s_old = state.copy()
-    loop_forward(model.arch_id, data[-1:], W, NO_COPY, state, tr, I, PROB_FLOOR, LANES32)
+    loop_forward(model.arch_id, data[-1:], W, NO_COPY, state, tr, I, PROB_FLOOR)
     gstate = np.zeros_like(state)
     scratch = np.zeros(module.backward_scratch_size(I), np.float32)
     rng = np.random.default_rng(3)
@@ -706,11 +691,11 @@ def whole_forward(model, W, W16, state, tr, data: np.ndarray) -> float:
     """µs a byte of the whole forward step over data, the best of PEAK_ROUNDS runs (W16:
     its matrices' bfloat16 copy, or NO_COPY)."""
     I = model.index
-    loop_forward(model.arch_id, data[:16], W, W16, state, tr, I, PROB_FLOOR, LANES32)
+    loop_forward(model.arch_id, data[:16], W, W16, state, tr, I, PROB_FLOOR)
     best = math.inf
     for _ in range(PEAK_ROUNDS):
         t = time.perf_counter()
-        loop_forward(model.arch_id, data, W, W16, state, tr, I, PROB_FLOOR, LANES32)
+        loop_forward(model.arch_id, data, W, W16, state, tr, I, PROB_FLOOR)
         best = min(best, time.perf_counter() - t)
     return best / len(data) * 1e6
 
@@ -810,21 +795,21 @@ def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
     prior = priors.resolve(recipe)
     pred = Predictor(recipe, None if prior is None else prior.W)
     buf = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
-    W, I, floor, lanes32 = pred.W, pred.index, PROB_FLOOR, float32_lanes(recipe.contract)
+    W, I, floor = pred.W, pred.index, PROB_FLOOR
     state, tr = pred.state.copy(), pred.trace.copy()
     arch = ARCHS[recipe.arch][1].arch_id
-    loop_forward(arch, buf[:16], W, NO_COPY, state, tr, I, floor, lanes32)
+    loop_forward(arch, buf[:16], W, NO_COPY, state, tr, I, floor)
     t = time.perf_counter()
-    loop_forward(arch, buf, W, NO_COPY, state, tr, I, floor, lanes32)
+    loop_forward(arch, buf, W, NO_COPY, state, tr, I, floor)
     forward = (time.perf_counter() - t) / len(buf)
     G = np.zeros_like(W)
     s_old, gstate = np.zeros_like(state), np.zeros_like(state)
     rec = pred.training.rec
-    matrices = (pred.WT, pred.acc, rec, narrow_sums(recipe.contract))  # as stepper.backward
-    loop_forward_backward(arch, buf[:16], W, G, state, s_old, tr, gstate, I, floor, lanes32,
+    matrices = (pred.WT, rec)  # as stepper.backward
+    loop_forward_backward(arch, buf[:16], W, G, state, s_old, tr, gstate, I, floor,
                           pred.scratch, matrices)
     t = time.perf_counter()
-    loop_forward_backward(arch, buf, W, G, state, s_old, tr, gstate, I, floor, lanes32,
+    loop_forward_backward(arch, buf, W, G, state, s_old, tr, gstate, I, floor,
                           pred.scratch, matrices)
     both = (time.perf_counter() - t) / (len(buf) - 1)
     T, scope = recipe.bptt, (pred.R, pred.RV)

@@ -35,7 +35,13 @@ from rwkvzip.api import compress_stream
 from rwkvzip.cm.fastcm import CountsConfig
 from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.priors import Prior, load_prior, with_prior
-from rwkvzip.recipe import Recipe, parse_settings, preset_by_name, with_overrides
+from rwkvzip.recipe import (
+    DEFAULT_PRESET,
+    Recipe,
+    parse_settings,
+    preset_by_name,
+    with_overrides,
+)
 
 TEXT = ["canterbury/alice29.txt", "canterbury/asyoulik.txt", "canterbury/cp.html",
         "canterbury/fields.c", "canterbury/grammar.lsp", "canterbury/lcet10.txt",
@@ -117,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path,
                     help="paths, or names under --corpus (canterbury/alice29.txt)")
-    ap.add_argument("--base", default="mix-v1", help="preset card the specs start from")
+    ap.add_argument("--base", default=DEFAULT_PRESET,
+                    help="preset card the specs start from (the default level's)")
     ap.add_argument("--set", default="text", choices=sorted(SETS),
                     help="corpus files to use when no FILE is given")
     ap.add_argument("--corpus", type=Path, default=CORPUS)

@@ -1,4 +1,4 @@
-"""Shared fixtures: the corpus location and small recipes that keep the suite fast."""
+"""Shared fixtures: the test data the suite carries and small recipes that keep it fast."""
 
 from __future__ import annotations
 
@@ -15,17 +15,16 @@ from rwkvzip.recipe import Recipe
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))  # the scripts import their shared harness
 
-from harness import CORPUS  # noqa: E402
 
 TINY_CONFIG = Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8, a_rank=8, v_rank=8,
                           g_rank=16)
 
 
-def corpus_file(rel: str) -> Path:
-    path = CORPUS / rel
-    if not path.exists():
-        pytest.skip(f"corpus file {rel} not available at {CORPUS}")
-    return path
+# Samples the suite carries (tests/data/format-0.x/README.md): prose, CRLF text, binary
+# records and noise; and Python source
+DATA = Path(__file__).parent / "data"
+MIXED_SAMPLE = DATA / "format-0.x" / "sample.bin"
+CODE_SAMPLE = DATA / "format-0.x" / "blocks.bin"
 
 
 HELPER_COMPILES = """

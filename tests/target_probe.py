@@ -81,9 +81,8 @@ def probe_prior() -> bytes:
                               dictionary)
 
 
-# Recipe() is at the newest numeric contract (3: float32 lanes in the forward, float32 sums in
-# the backward); the two that say contract=1 keep the older arithmetic covered on every
-# target, and the level cards (at the end) the released ones
+# Recipe() is at the numeric contract (3: float32 lanes in the forward, float32 sums in the
+# backward); the level cards (at the end) are the released ones
 RECIPES = {
     "tiny-adam": Recipe(model=Rwkv7Config(hidden=64, layers=2, ffn=128, decay_rank=8,
                                           a_rank=8, v_rank=8, g_rank=16),
@@ -98,13 +97,13 @@ RECIPES = {
     "gdn-bptt1-adam": Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=2, key_heads=1,
                                                          value_heads=2, key_dim=16,
                                                          value_dim=16, conv_kernel=4, mlp=64),
-                             optimizer="adam", lr=0.002, seed=8, bptt=1, contract=1),
+                             optimizer="adam", lr=0.002, seed=8, bptt=1),
     "gdn-tbptt-sgd": Recipe(arch="gdn", model=GdnConfig(hidden=48, layers=1, key_heads=2,
                                                         value_heads=2, key_dim=8, value_dim=8,
                                                         conv_kernel=3, mlp=48),
                             optimizer="sgd", lr=0.02, seed=9, bptt=5, ckpt=2),
     "mix-tbptt-adam": Recipe(model=SMALL_RWKV7,
-                             optimizer="adam", lr=0.002, seed=5, bptt=6, ckpt=3, contract=1,
+                             optimizer="adam", lr=0.002, seed=5, bptt=6, ckpt=3,
                              mix=MixConfig(table_bits=12, match_bits=14)),
     "gdn-mix-bptt1": Recipe(arch="gdn", model=GdnConfig(hidden=32, layers=1, key_heads=1,
                                                         value_heads=2, key_dim=16,
@@ -189,9 +188,9 @@ def kernel_digest() -> str:
     mathf.log_positive_array(out, np.empty_like(out))
     h.update(out.tobytes())
     x32 = x.astype(np.float32)
-    for fn in (mathf.sigmoid_vector, mathf.silu_vector):  # numeric contract 3's float32 lanes
+    for fn in (mathf.sigmoid_vector, mathf.silu_vector, mathf.sigmoid64_vector):
         out32 = np.empty_like(x32)
-        fn(x32, out32, 1)
+        fn(x32, out32)
         h.update(out32.tobytes())
     return h.hexdigest()
 

@@ -19,7 +19,7 @@ from rwkvzip.coding.container import MAX_FRAME
 from rwkvzip.recipe import level_recipe
 
 from clitools import COMMAND, mixed_data
-from conftest import corpus_file, load_script
+from conftest import load_script
 
 BLOCK = 1 << 16
 # level 1's count models with small tables: a block allocates them afresh, so keep them cheap
@@ -130,7 +130,8 @@ def test_bad_threads_and_block_sizes_are_refused():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_every_worker_and_leaves_no_output(tmp_path):
-    src = corpus_file("canterbury/kennedy.xls")
+    src = tmp_path.parent / f"{tmp_path.name}-src.bin"
+    src.write_bytes(mixed_data(1 << 20))
     # the kernels first (cached for the run below): Ctrl-C lands while coding, not inside a
     # first compile, which Python cannot interrupt
     warm = tmp_path.parent / f"{tmp_path.name}-warm.xls"

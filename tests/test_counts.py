@@ -16,7 +16,7 @@ from rwkvzip.coding import coder, container
 from rwkvzip.coding.codec import CountsPredictor, Predictor
 from rwkvzip.recipe import PROB_FLOOR, Recipe, RecipeError, preset_by_name, preset_id_of
 
-from conftest import corpus_file
+from conftest import CODE_SAMPLE
 
 SMALL = CountsConfig(orders=(0, 1, 2, 3, 4), table_bits=10, match_bits=12)
 RECIPE = Recipe(counts=SMALL)
@@ -72,7 +72,7 @@ def test_distribution_is_valid_and_the_same_twice():
 
 
 def test_beats_order_0_on_text_and_the_match_model_codes_a_repeat():
-    text = corpus_file("canterbury/alice29.txt").read_bytes()[:20_000]
+    text = CODE_SAMPLE.read_bytes()[:20_000]
     seen, order0 = np.ones(256), 0.0  # an adaptive order-0 model (Laplace's rule)
     for byte in text:
         order0 -= np.log2(seen[byte] / seen.sum())
@@ -90,7 +90,7 @@ def test_recipe_json_roundtrip_and_older_recipes_keep_their_encoding():
     d = json.loads(RECIPE.to_json())
     assert d["counts"]["orders"] == [0, 1, 2, 3, 4] and "mix" not in d
     assert b"counts" not in Recipe().to_json()  # absent field: the encoding of before
-    card = preset_by_name("fast-v1")
+    card = preset_by_name("fast-v2")
     assert preset_id_of(card.recipe) == card.id and card.recipe.counts is not None
 
 

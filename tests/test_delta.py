@@ -125,9 +125,9 @@ def test_the_golden_input_of_its_cards_hears_it():
     from make_golden import bitmap
     from make_golden import sheet as worksheet
 
-    from rwkvzip.recipe import preset_by_name
+    from rwkvzip.recipe import DEFAULT_PRESET, preset_by_name
 
-    mix = replace(preset_by_name("mix-v35").recipe.mix, network=False)
+    mix = replace(preset_by_name(DEFAULT_PRESET).recipe.mix, network=False)
     arrays = fed(golden_input() + bitmap() + worksheet() + code(), mix)
     S, MX = arrays.S, arrays.MX
     weights = MX[S[delta.S_DL_MX] + delta.MX_W:][:ALPHABET * delta.EXPERTS]

@@ -91,9 +91,9 @@ def test_the_golden_input_of_its_cards_has_live_words():
     """The cards' vectors (selftest.EXE_INPUT) code machine code with the model live."""
     from make_golden import bitmap
 
-    from rwkvzip.recipe import preset_by_name
+    from rwkvzip.recipe import DEFAULT_PRESET, preset_by_name
 
-    mix = replace(preset_by_name("mix-v28").recipe.mix, network=False)
+    mix = replace(preset_by_name(DEFAULT_PRESET).recipe.mix, network=False)
     data = golden_input() + bitmap() + worksheet() + code()
     assert len(data) % 4 == 0 and fed(data, mix).S[exe.S_EXE_SEL] >= 0
 

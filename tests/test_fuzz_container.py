@@ -307,7 +307,7 @@ def test_a_newer_format_version_is_refused_before_decoding(version, no_decoding)
 
 @pytest.mark.parametrize("change,message", [
     ({"arch": "mamba3"}, "unknown architecture"),
-    ({"contract": 4}, "numeric contract 4 is not supported"),
+    ({"contract": 4}, "numeric contract 4 needs a newer rwkvzip"),
     ({"future_field": 1}, "unknown"),
     ({"model": {"hidden": 64, "layers": 1}}, "missing"),
     ({"model": {"hidden": 16384, "layers": 64, "ffn": 16384, "decay_rank": 8, "a_rank": 8,

@@ -40,7 +40,7 @@ def test_harness_roundtrip_times_and_verifies():
 def test_tune_compares_candidates_on_a_file(sample, tmp_path, capsys):
     tune = load_script("tune")
     out = tmp_path / "t.json"
-    tune.main(["--base", "fast-v1", "--try", "-", "--try", "counts.table_bits=12",
+    tune.main(["--base", "fast-v2", "--try", "-", "--try", "counts.table_bits=12",
                "--decompress", "--json", str(out), str(sample)])
     results = json.loads(out.read_text())["results"]
     assert [r["spec"] for r in results] == ["-", "counts.table_bits=12"]
@@ -56,10 +56,12 @@ def test_tune_reads_booleans_and_refuses_other_words():
     tune = load_script("tune")
     from rwkvzip.recipe import preset_by_name
 
-    base = preset_by_name("mix-v28").recipe
-    assert tune.candidate(base, "mix.image=false,mix.exe=0")[0].mix.image is False
-    assert tune.candidate(base, "mix.exe=false")[0].mix.exe is False
-    assert tune.candidate(preset_by_name("mix-v25").recipe, "mix.exe=true")[0].mix.exe is True
+    base = preset_by_name("mix-v70").recipe
+    no_exe = "mix.exe=0,mix.delta=false,mix.exe_calls=false,mix.exe_words=false"
+    assert tune.candidate(base, "mix.image=false," + no_exe)[0].mix.image is False
+    without = tune.candidate(base, no_exe)[0]
+    assert without.mix.exe is False
+    assert tune.candidate(without, "mix.exe=true")[0].mix.exe is True
     with pytest.raises(SystemExit, match="not a boolean"):
         tune.candidate(base, "mix.image=no")
 
@@ -67,7 +69,7 @@ def test_tune_reads_booleans_and_refuses_other_words():
 def test_compare_mixing_writes_a_part_and_tables_it(sample, tmp_path, capsys):
     compare = load_script("compare_mixing")
     out = tmp_path / "cm.json"
-    compare.main(["--part", "cm", "--preset", "mix-v5", "--json", str(out), str(sample)])
+    compare.main(["--part", "cm", "--preset", "mix-v70", "--json", str(out), str(sample)])
     part = json.loads(out.read_text())
     assert part["part"] == "cm" and part["rows"][0]["bytes"] == len(TEXT)
     compare.main(["--table", str(out)])
@@ -87,7 +89,7 @@ def test_compare_training_measures_a_mode(sample, tmp_path):
 def test_roundtrip_corpus_checks_files_and_edge_inputs(sample, tmp_path):
     script = load_script("roundtrip_corpus")
     out = tmp_path / "rt.json"
-    assert script.main(["--preset", "fast-v1", "--json", str(out), str(sample)]) == 0
+    assert script.main(["--preset", "fast-v2", "--json", str(out), str(sample)]) == 0
     rows = json.loads(out.read_text())
     assert [r["bytes"] for r in rows] == [len(TEXT), 0, 1] and all(r["ok"] for r in rows)
 
@@ -114,18 +116,18 @@ def test_costs_sum_to_the_payload_and_table_by_phase(sample, tmp_path, capsys):
 
     costs = load_script("costs")
     saved = tmp_path / "c.npy"
-    costs.main(["--base", "fast-v1", "--period", "4", "--chunk", "1000", "--save", str(saved),
+    costs.main(["--base", "fast-v2", "--period", "4", "--chunk", "1000", "--save", str(saved),
                 str(sample)])
     bits = np.load(saved)
     assert bits.shape == (len(TEXT),) and (bits > 0).all()
-    packed = compress(TEXT, preset_by_name("fast-v1").recipe)
+    packed = compress(TEXT, preset_by_name("fast-v2").recipe)
     assert abs(bits.sum() / 8 - len(packed)) < 0.02 * len(packed) + 40  # header and frames
     out = capsys.readouterr().out
     assert "| position mod 4 |" in out and "| 1 | 1000 |" in out and "| 2 | 520 |" in out
     with pytest.raises(SystemExit, match="unknown preset"):
         costs.main(["--base", "no-such-card", str(sample)])
     with pytest.raises(SystemExit, match="costs.py: .*no-such-file"):
-        costs.main(["--base", "fast-v1", "canterbury/no-such-file"])
+        costs.main(["--base", "fast-v2", "canterbury/no-such-file"])
 
 
 def test_a_file_argument_may_name_a_corpus_file(sample, tmp_path):

@@ -20,6 +20,7 @@ from rwkvzip.net.gdn.model import GdnConfig, GdnModel
 from rwkvzip.ops.bf16 import matrices_exact
 from rwkvzip.recipe import (
     DEFAULT_LEVEL,
+    DEFAULT_PRESET,
     LEVELS,
     Recipe,
     RecipeError,
@@ -115,9 +116,9 @@ def test_frozen_network_keeps_its_weights(prior_file):
 
 def test_card_with_a_users_prior_is_a_compact_header(tmp_path):
     """A card whose network has the prior's size keeps its one-byte id plus the digest."""
-    card = preset_by_name("mix-v2")
+    card = preset_by_name(DEFAULT_PRESET)
     model = card.recipe.build_model()
-    path = tmp_path / "rwkv.safetensors"
+    path = tmp_path / "gdn.safetensors"
     priors.save_prior(path, model, model.init_params(3), "00" * 32, {})
     p = priors.load_prior(path)
     recipe = priors.with_prior(card.recipe, p)
@@ -125,18 +126,18 @@ def test_card_with_a_users_prior_is_a_compact_header(tmp_path):
     assert header == (container.MAGIC + bytes([container.PRIOR_VERSION, card.id])
                       + bytes.fromhex(p.digest))
     assert container.read_header(io.BytesIO(header)) == recipe
-    assert listing.recipe_label(recipe) == f"mix-v2 prior sha256:{p.digest[:16]}"
+    assert listing.recipe_label(recipe) == f"{DEFAULT_PRESET} prior sha256:{p.digest[:16]}"
 
 
 def test_header_refuses_a_prior_on_a_recipe_without_network():
-    card = preset_by_name("cm-v2")
+    card = preset_by_name("fast-v2")
     header = container.MAGIC + bytes([container.PRIOR_VERSION, card.id]) + b"\x11" * 32
     with pytest.raises(container.FormatError, match="takes no prior"):
         container.read_header(io.BytesIO(header))
     with pytest.raises(container.FormatError, match="truncated"):
         container.read_header(io.BytesIO(header[:-3]))
     with pytest.raises(RecipeError, match="no network"):
-        priors.with_prior(preset_by_name("fast-v1").recipe,
+        priors.with_prior(preset_by_name("fast-v2").recipe,
                           priors.Prior("0" * 64, "x", GdnModel(SMALL), np.zeros(1), {}))
 
 

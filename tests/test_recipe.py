@@ -13,7 +13,6 @@ from rwkvzip.recipe import (
     RecipeError,
     default_recipe,
     level_recipe,
-    preset_by_name,
     preset_cards,
     preset_id_of,
     with_overrides,
@@ -29,7 +28,8 @@ def test_canonical_json_roundtrip(tiny_recipe):
 @pytest.mark.parametrize("change,message", [
     ({"arch": "mamba99"}, "unknown architecture"),
     ({"arch": 1}, "unknown architecture"),
-    ({"contract": 4}, "numeric contract 4 is not supported"),
+    ({"contract": 4}, "numeric contract 4 needs a newer rwkvzip"),
+    ({"contract": 1}, "numeric contract 1 was written by rwkvzip 0.x"),
     ({"optimizer": "lion"}, "unknown optimizer"),
     ({"lr": "fast"}, "wrong type"),
     ({"seed": -1}, "seed"),
@@ -64,13 +64,18 @@ def test_recompute_is_written_only_when_off(tiny_recipe):
         replace(tbptt, bptt=1, recompute=False).validate()
 
 
+def seeded_rwkv7() -> Recipe:
+    """The default level's models with an RWKV-7 from seeded weights, learning by TBPTT."""
+    return with_overrides(default_recipe(), arch="rwkv7", lr=5e-4, bptt=8)
+
+
 def test_default_recipe_is_a_frozen_preset():
     assert preset_id_of(default_recipe()) is not None
     assert all(card.recipe.contract in SUPPORTED_CONTRACTS for card in preset_cards().values())
 
 
 def test_overrides_change_only_what_is_given():
-    base = preset_by_name("mix-v2").recipe  # a network from seeded weights
+    base = seeded_rwkv7()
     r = with_overrides(base, hidden=128, seed=5, lr=None)
     assert r.model.hidden == 128 and r.seed == 5 and r.lr == base.lr
     assert preset_id_of(r) is None
@@ -105,7 +110,7 @@ def test_a_setting_that_would_change_nothing_but_the_header_is_an_error():
     alone = replace(default, mix=replace(default.mix, network=False), prior="")
     with pytest.raises(RecipeError, match="no network"):
         with_overrides(alone, hidden=64)
-    sgd = with_overrides(preset_by_name("mix-v2").recipe, optimizer="sgd")
+    sgd = with_overrides(seeded_rwkv7(), optimizer="sgd")
     with pytest.raises(RecipeError, match="Adam"):
         with_overrides(sgd, beta2=0.9)
 

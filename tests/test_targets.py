@@ -7,16 +7,16 @@ file has the most tests, and test workers take those first)."""
 
 import pytest
 
-from conftest import corpus_file
+from conftest import MIXED_SAMPLE
 from target_probe import NAMES, TARGETS, expected, not_probed, run_targets
 
+
 # the sample every recipe codes: short, since each side codes it and decodes the other's
-# files with every recipe (the kernels' compile for each target is the test's main cost)
-SAMPLE, SAMPLE_BYTES = "canterbury/grammar.lsp", 1500
-
-
+# files with every recipe (the kernels' compile for each target is the test's main cost):
+# prose, then binary records (the record, image and executable models' data)
 def sample_bytes() -> bytes:
-    return corpus_file(SAMPLE).read_bytes()[:SAMPLE_BYTES]
+    data = MIXED_SAMPLE.read_bytes()
+    return data[:1000] + data[4500:5000]
 
 
 @pytest.fixture(scope="module")
