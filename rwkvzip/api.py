@@ -56,7 +56,11 @@ def check_model_size(recipe: Recipe) -> None:
                           f"(limit {MAX_MODEL_BYTES >> 20} MiB)")
 
 
-def _choose_recipe(recipe: Recipe | None, level: int | None) -> Recipe:
+def _choose_recipe(recipe: Recipe | None, level: int | Recipe | None) -> Recipe:
+    """The recipe of `level` or `recipe` (the default's without either). A Recipe in the
+    level's place is the 0.x argument order, compress(data, recipe): taken as recipe=."""
+    if isinstance(level, Recipe) and recipe is None:
+        recipe, level = level, None
     if recipe is not None and not isinstance(recipe, Recipe):
         raise TypeError("recipe must be a Recipe (give a compression level as level=N)")
     if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
@@ -390,12 +394,12 @@ def _read_full(f: BinaryIO, n: int) -> bytes:
     return b"".join(parts)
 
 
-def compress_stream(fin: BinaryIO, fout: BinaryIO, recipe: Recipe | None = None,
-                    progress: Progress | None = None, *, level: int | None = None,
-                    prior: PriorSource | None = None, threads: int = 1,
-                    block_size: int | None = None) -> Stats:
-    """Compress everything readable from fin into one rwkvzip stream on fout (`threads`,
-    `block_size`: as Compressor)."""
+def compress_stream(fin: BinaryIO, fout: BinaryIO, level: int | None = None, *,
+                    recipe: Recipe | None = None, prior: PriorSource | None = None,
+                    threads: int = 1, block_size: int | None = None,
+                    progress: Progress | None = None) -> Stats:
+    """Compress everything readable from fin into one rwkvzip stream on fout (the arguments
+    as Compressor's)."""
     comp = Compressor(level, recipe=recipe, prior=prior, progress=progress, threads=threads,
                       block_size=block_size)
     try:
@@ -505,12 +509,12 @@ class _Pushback:
         return head + _read_full(self._f, n - len(head)) if len(head) < n else head
 
 
-def compress(data: bytes, recipe: Recipe | None = None, *, level: int | None = None,
+def compress(data: bytes, level: int | None = None, *, recipe: Recipe | None = None,
              prior: PriorSource | None = None, threads: int = 1,
              block_size: int | None = None) -> bytes:
-    """Compress bytes in memory (default recipe, a compression level 1 ... 9, or a recipe;
-    `prior`: a prior file's path or bytes to start the network from; `threads`,
-    `block_size`: independent blocks on several cores, as Compressor)."""
+    """Compress bytes in memory at a compression level 1 ... 9 (None: the default), or with
+    a recipe; `prior`: a prior file's path or bytes to start the network from; `threads`,
+    `block_size`: independent blocks on several cores, as Compressor."""
     comp = Compressor(level, recipe=recipe, prior=prior, threads=threads,
                       block_size=block_size)
     try:

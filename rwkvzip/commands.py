@@ -188,9 +188,10 @@ class Run:
         out = self._output(path, compressed_name)
         total = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
         self._transfer(path, out, total, lambda fin, fout, progress:
-                       compress_stream(fin, fout, self.recipe, progress, prior=self.prior,
+                       compress_stream(fin, fout, recipe=self.recipe, prior=self.prior,
                                        threads=self.options.threads,
-                                       block_size=self.options.block_size),
+                                       block_size=self.options.block_size,
+                                       progress=progress),
                        compressing=True)
 
     def _decompress(self, path: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 
+from rwkvzip.cm.context import KIND_CODES
 from rwkvzip.cm.fastcm import CountsConfig
 from rwkvzip.cm.mixing import OPTIONAL_FIELDS, MixConfig
 from rwkvzip.net.gdn.model import GdnConfig, GdnModel
@@ -214,7 +215,22 @@ def _require_fields(d: dict, cls: type, what: str) -> None:
 def _mix_from_dict(d: dict) -> MixConfig:
     if isinstance(d, dict):  # fields added later may be absent: they are at their default
         d = {name: getattr(MixConfig, name) for name in OPTIONAL_FIELDS} | d
+        if "orders" in d:
+            d = {**d, "orders": kind_codes(d["orders"])}
     return _config_from_dict(d, MixConfig, "mix")
+
+
+def kind_codes(names: object) -> list[int]:
+    """The codes of a recipe's context kinds, given by name (context.KIND_CODES)."""
+    if isinstance(names, list) and names and all(type(k) is int for k in names):
+        raise RecipeError(f"mix orders given as integer codes were written by {RETIRED_BY}")
+    if not (isinstance(names, list) and all(isinstance(k, str) for k in names)):
+        raise RecipeError("mix orders must be a list of context kind names")
+    unknown = [k for k in names if k not in KIND_CODES]
+    if unknown:
+        raise RecipeError(f"unknown context kind {unknown[0]!r} (kinds: "
+                          f"{', '.join(KIND_CODES)})")
+    return [KIND_CODES[k] for k in names]
 
 
 def _counts_from_dict(d: dict) -> CountsConfig:

@@ -104,7 +104,7 @@ def check(vector: Vector, data: bytes, directory: Traversable | None = None) -> 
     """What is wrong with one vector on this machine (nothing: an empty list)."""
     directory = directory or golden_dir()
     problems = []
-    written = api.compress(data, vector.recipe)
+    written = api.compress(data, recipe=vector.recipe)
     if _sha(written) != vector.sha256:
         problems.append("compresses to different bytes")
     blob = (directory / vector.blob_name()).read_bytes()
@@ -173,7 +173,7 @@ def add_missing(directory: Path) -> list[str]:
     _, vectors = load(directory)
     added = []
     for name, recipe, preset, source in missing(vectors):
-        blob = api.compress(load_input(directory, source), recipe)
+        blob = api.compress(load_input(directory, source), recipe=recipe)
         if _stores_raw(blob):
             raise ValueError(f"{name}: the golden input is stored, not coded, so the vector "
                              "would not test the arithmetic; give it a recipe that learns")

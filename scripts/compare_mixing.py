@@ -1,7 +1,7 @@
 """Pure network vs context models alone vs both mixed, on the same files.
 
     python scripts/compare_mixing.py --part neural|cm|mixed [--preset CARD] --json OUT FILE...
-        [--orders 1,2,3,4,6,0,8,13] [--mix lr=0.02 --mix count_limit=15]
+        [--orders order1,order2,word,rec_two] [--mix lr=0.02 --mix count_limit=15]
     python scripts/compare_mixing.py --table A.json B.json C.json
 
 Each part runs in its own process so its peak RSS is its own. Speeds are KB per second of
@@ -24,12 +24,12 @@ from harness import roundtrip
 
 from rwkvzip.api import compress_stream
 from rwkvzip.coding import container
-from rwkvzip.recipe import DEFAULT_PRESET, preset_by_name
+from rwkvzip.recipe import DEFAULT_PRESET, kind_codes, preset_by_name
 
 
 def part_recipe(preset: str, part: str, orders: str | None = None, mix: tuple = ()):
     recipe = preset_by_name(preset).recipe
-    changes = {} if orders is None else {"orders": tuple(int(k) for k in orders.split(","))}
+    changes = {} if orders is None else {"orders": tuple(kind_codes(orders.split(",")))}
     for item in mix:
         key, _, value = item.partition("=")
         kind = type(getattr(recipe.mix, key))
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--part", choices=["neural", "cm", "mixed"])
     ap.add_argument("--preset", default=DEFAULT_PRESET, help="the base card (the default's)")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--orders", help="the preset's context kinds replaced, e.g. 1,2,3,4,6,0,8,13")
+    ap.add_argument("--orders", help="the preset's context kinds replaced, e.g. "
+                    "order1,order2,word,rec_two")
     ap.add_argument("--mix", action="append", default=[], metavar="FIELD=VALUE",
                     help="another MixConfig field of the preset changed (repeatable)")
     ap.add_argument("--table", action="store_true", help="print the table of JSON files")
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     recipe = part_recipe(args.preset, args.part, args.orders, args.mix)
     compress_stream(io.BytesIO(b"warm-up: load or compile the kernels " * 50), io.BytesIO(),
-                    recipe)
+                    recipe=recipe)
     rows = []
     for path in args.files:
         r = measure(path, recipe)

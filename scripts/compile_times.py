@@ -53,10 +53,9 @@ def measure(level: int, decode: bool, data: bytes) -> dict:
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="rwkvzip-compile-times-")
     rows = record_compiles()
     from rwkvzip import api
-    from rwkvzip.recipe import level_recipe
 
     t0 = time.perf_counter()
-    blob = api.compress(data, level_recipe(level))
+    blob = api.compress(data, level)
     if decode and api.decompress(blob) != data:
         raise SystemExit("compile_times: decoding did not give the data back")
     wall = time.perf_counter() - t0

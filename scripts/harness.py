@@ -104,7 +104,7 @@ def roundtrip(data: bytes, recipe: Recipe, prior: Prior | None = None,
 
     packed = io.BytesIO()
     w0, c0 = time.perf_counter(), time.process_time()
-    compress_stream(io.BytesIO(data), packed, recipe, prior=prior)
+    compress_stream(io.BytesIO(data), packed, recipe=recipe, prior=prior)
     result = Roundtrip(len(data), len(packed.getvalue()), len(container.encode_header(recipe)),
                        True, time.perf_counter() - w0, time.process_time() - c0)
     if decompress:

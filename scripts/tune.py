@@ -5,7 +5,7 @@
 
 A SPEC is the base card with some settings changed, comma-separated `name=value`:
 recipe and model fields (`hidden=128,layers=2,bptt=8,arch=gdn`), context-mixing fields as
-`mix.NAME` (`mix.orders=1-2-3-4-6-0,mix.table_bits=20`), count-model fields as
+`mix.NAME` (`mix.orders=order1-order2-word-rec_two,mix.table_bits=20`), count-model fields as
 `counts.NAME` (`counts.table_bits=16`), `net=0` for the context models without the
 network, `mix=0` for the network without mixing, `prior=FILE` to start the network from a
 prior file (it takes the prior's architecture and size; `lr=0` keeps it frozen). `-` is
@@ -38,6 +38,7 @@ from rwkvzip.priors import Prior, load_prior, with_prior
 from rwkvzip.recipe import (
     DEFAULT_PRESET,
     Recipe,
+    kind_codes,
     parse_settings,
     preset_by_name,
     with_overrides,
@@ -80,14 +81,17 @@ def candidate(base: Recipe, spec: str) -> tuple[Recipe, Prior | None]:
 
 
 def _fields(settings: dict, group: str) -> dict:
-    """The `group.NAME=value` settings, typed as the config's fields (orders: 1-2-3)."""
+    """The `group.NAME=value` settings, typed as the config's fields (orders: mix kinds
+    by name, order1-word; count orders as numbers, 1-2-3)."""
     config = MixConfig if group == "mix" else CountsConfig
     out = {}
     for key, value in settings.items():
         if key.startswith(group + "."):
             name = key[len(group) + 1:]
             want = type(getattr(config, name))
-            if name == "orders":
+            if name == "orders" and group == "mix":  # context kinds by name
+                value = tuple(kind_codes(str(value).split("-")))
+            elif name == "orders":
                 value = tuple(int(k) for k in str(value).split("-"))
             elif want is bool:
                 value = _boolean(key, value)
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     for spec in args.specs:
         recipe, prior = candidate(base, spec)
-        compress_stream(io.BytesIO(b"warm-up " * 256), io.BytesIO(), recipe, prior=prior)
+        compress_stream(io.BytesIO(b"warm-up " * 256), io.BytesIO(), recipe=recipe, prior=prior)
         rows = []
         for name, data in inputs.items():
             row = {"file": name, "bytes": len(data),

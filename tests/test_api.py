@@ -30,12 +30,18 @@ def test_top_level_names_work_like_the_standard_library():
 def test_levels_recipes_and_their_misuse(tiny_recipe):
     default = container.read_header(io.BytesIO(api.compress(b"x")))
     assert preset_id_of(default) == preset_by_name(LEVELS[DEFAULT_LEVEL]).id
+    # lzma's order: the level second, everything else by keyword
+    assert api.compress(b"xyz" * 9, 1) == api.compress(b"xyz" * 9, level=1)
+    assert api.compress(b"xyz", recipe=tiny_recipe) == api.compress(b"xyz", tiny_recipe)  # 0.x
+    stream = io.BytesIO()
+    api.compress_stream(io.BytesIO(b"xyz" * 9), stream, 1)
+    assert stream.getvalue() == api.compress(b"xyz" * 9, level=1)
     with pytest.raises(ValueError, match="either"):
-        api.compress(b"x", tiny_recipe, level=1)
-    with pytest.raises(TypeError, match="level="):
-        api.compress(b"x", 9)
+        api.compress(b"x", 1, recipe=tiny_recipe)
+    with pytest.raises(TypeError, match="level"):
+        api.compress(b"x", "fast")
     with pytest.raises(TypeError, match="recipe="):
-        api.Compressor(tiny_recipe)
+        api.Compressor(recipe="mix-v67")
     with pytest.raises(rwkvzip.RecipeError, match="level"):
         api.compress(b"x", level=10)
 
@@ -98,7 +104,7 @@ def test_streams_report_stats_and_progress(tiny_recipe):
     data = _mixed(5000)
     packed = io.BytesIO()
     seen = []
-    stats = api.compress_stream(io.BytesIO(data), packed, tiny_recipe, seen.append)
+    stats = api.compress_stream(io.BytesIO(data), packed, recipe=tiny_recipe, progress=seen.append)
     assert stats.raw_bytes == len(data) and stats.compressed_bytes == len(packed.getvalue())
     assert sum(seen) == len(data)
     out, seen = io.BytesIO(), []

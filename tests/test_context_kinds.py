@@ -94,9 +94,20 @@ def test_cards_and_old_recipes_keep_their_exact_json():
         shipped = json.loads((ROOT / "models" / f"{card.name}.json").read_text())["recipe"]
         assert card.recipe.to_json() == json.dumps(shipped, sort_keys=True,
                                                    separators=(",", ":")).encode()
-    old = Recipe(mix=MixConfig(orders=(1, 2, 3, 0), table_bits=12))
-    assert b'"orders":[1,2,3,0]' in old.to_json()
+    old = Recipe(mix=MixConfig(orders=(1, 2, 3, 0, context.KIND_INDIRECT), table_bits=12))
+    assert b'"orders":["order1","order2","order3","word","indirect"]' in old.to_json()
     assert Recipe.from_json(old.to_json()) == old
+    assert sorted(context.KIND_CODES.values()) == list(range(context.MAX_KIND + 1))
+
+
+@pytest.mark.parametrize("orders, message", [
+    ([1, 2, 3, 0], "integer codes were written by rwkvzip 0.x"),
+    (["order1", "order9"], "unknown context kind 'order9'"), ("order1", "list of")])
+def test_a_recipe_names_its_context_kinds(orders, message):
+    d = Recipe(mix=MixConfig()).to_dict()
+    d["mix"]["orders"] = orders
+    with pytest.raises(RecipeError, match=message):
+        Recipe.from_dict(d)
 
 
 def shifting_successors(n: int = 12000, seed: int = 3) -> bytes:

@@ -128,6 +128,17 @@ KIND_COLUMN = 24  # the next byte's column in its line, and a(1) with every word
 # 25: indirect (paq8's indirect model): what followed the last two bytes the last times
 KIND_INDIRECT = 25  # a(1) and the two bytes that followed a(2) a(1) the last two times
 MAX_KIND = 25
+# The names recipes give the kinds (a card's JSON names them; MixConfig and the kernels hold
+# the codes)
+KIND_CODES = {"word": 0, **{f"order{k}": k for k in range(1, 8)}, "order0": KIND_ORDER0,
+              "sparse2": KIND_SPARSE2, "sparse34": KIND_SPARSE34, "word4": KIND_WORD4,
+              "rec_above": KIND_REC_ABOVE, "rec_two": KIND_REC_TWO, "rec_row": KIND_REC_ROW,
+              "rec_col": KIND_REC_COL, "sheet_field": KIND_SHEET_FIELD,
+              "sheet_col": KIND_SHEET_COL, "sheet_above": KIND_SHEET_ABOVE,
+              "sheet_left": KIND_SHEET_LEFT, "word_bigram": KIND_WORD_BIGRAM,
+              "word_trigram": KIND_WORD_TRIGRAM, "word_skip": KIND_WORD_SKIP,
+              "line_above": KIND_LINE_ABOVE, "column": KIND_COLUMN, "indirect": KIND_INDIRECT}
+KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
 COLUMN_CAP = 255  # KIND_COLUMN's columns beyond this are one
 WORD_BYTE = 256  # KIND_COLUMN's a(1) when it is a word byte (a letter, or >= 128)
 ABSENT = -1  # S[S_CTX + o] of a model without a context for the next byte

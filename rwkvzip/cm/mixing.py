@@ -21,7 +21,8 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
 class MixConfig:
     """Which context models feed the mixer and how big their tables are.
 
-    orders: the context kinds, by code: 1..7 the last k bytes, 0 the current word (for
+    orders: the context kinds, by code (named in a recipe's JSON: context.KIND_CODES): 1..7
+    the last k bytes, 0 the current word (for
     text), 8 order 0, 9 byte -2, 10 bytes -3 and -4, 11 position in a 4-byte word with byte
     -4 (fixed-width code), 12..15 records of r bytes, r detected from the data (bitmaps,
     tables): 12 the byte above and the byte to the left, 13 the two bytes above, 14 the row
@@ -153,7 +154,7 @@ class MixConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["orders"] = list(self.orders)
+        d["orders"] = [cx.KIND_NAMES[k] for k in self.orders]
         for name in OPTIONAL_FIELDS:
             if d[name] == getattr(MixConfig, name):
                 del d[name]

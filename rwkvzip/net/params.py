@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import safetensors
 
 CONFIG_METADATA_KEY = "rwkvzip_config"
 ARCH_METADATA_KEY = "rwkvzip_arch"
@@ -84,8 +85,9 @@ def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, 
                       bf16: frozenset[str] = frozenset()) -> bytes:
     """A safetensors file (float32 tensors, those named in `bf16` as BF16, and uint8 ones as
     U8), byte-for-byte the same for the same content: tensors and metadata in sorted order.
-    (The safetensors library writes metadata in hash order, so the same prior would get a
-    different digest each time it is saved.) A BF16 tensor must hold bfloat16 values only:
+    Written here, not by the safetensors library: it writes the metadata in hash order
+    (measured with 0.8.0: another order in every process), so the same prior would get a
+    different digest each time it is saved. A BF16 tensor must hold bfloat16 values only:
     it is stored exactly, never rounded here."""
     arrays, dtypes = {}, {}
     for k in sorted(tensors):
@@ -115,8 +117,8 @@ def save_safetensors(path: str | Path, tensors: Mapping[str, np.ndarray],
     Path(path).write_bytes(safetensors_bytes(tensors, metadata))
 
 
-_DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2),
-           "F64": (np.float64, 8), "U8": (np.uint8, 1)}
+# the dtypes a model file may hold, as numpy reads their bytes (BF16 as its bit pattern)
+_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "F64": "<f8", "U8": "u1"}
 
 
 def load_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
@@ -128,36 +130,21 @@ def load_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str,
 def parse_safetensors(data: bytes, path: str | Path = "<bytes>"
                       ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Tensors (as float32; U8 ones as uint8) and metadata of a safetensors file's bytes;
-    `path` names it in errors. Parsed here rather than through safetensors.numpy because
-    numpy has no bfloat16.
-    """
-    if len(data) < 8:
-        raise ModelFileError(f"{path}: not a safetensors file (too short)")
-    (hlen,) = struct.unpack("<Q", data[:8])
-    if hlen > len(data) - 8:
-        raise ModelFileError(f"{path}: not a safetensors file (bad header length)")
+    `path` names it in errors. The safetensors library checks the layout and cuts out the
+    tensors; the metadata comes from the header it has checked (the library reads it only
+    from a file on disk), and BF16 widens here (numpy has no bfloat16)."""
     try:
-        header = json.loads(data[8:8 + hlen])
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        entries = safetensors.deserialize(bytes(data))
+    except (safetensors.SafetensorError, ValueError, OverflowError) as exc:
         raise ModelFileError(f"{path}: not a safetensors file ({exc})") from None
-    if not isinstance(header, dict):
-        raise ModelFileError(f"{path}: not a safetensors file (bad header)")
-    metadata = header.pop("__metadata__", None) or {}
-    body = memoryview(data)[8 + hlen:]
+    (hlen,) = struct.unpack("<Q", data[:8])
+    metadata = json.loads(bytes(data[8:8 + hlen])).get("__metadata__") or {}
     tensors = {}
-    for name, info in header.items():
-        dtype = info.get("dtype") if isinstance(info, dict) else None
+    for name, info in entries:
+        dtype = info["dtype"]
         if dtype not in _DTYPES:
             raise ModelFileError(f"{path}: tensor {name} has unsupported dtype {dtype}")
-        np_dtype, width = _DTYPES[dtype]
-        try:
-            shape = tuple(int(d) for d in info["shape"])
-            start, end = (int(o) for o in info["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise ModelFileError(f"{path}: tensor {name} has a bad header entry") from None
-        if not 0 <= start <= end <= len(body) or end - start != width * int(np.prod(shape)):
-            raise ModelFileError(f"{path}: tensor {name} has inconsistent offsets")
-        raw = np.frombuffer(body[start:end], dtype=np_dtype).reshape(shape)
+        raw = np.frombuffer(info["data"], dtype=_DTYPES[dtype]).reshape(info["shape"])
         if dtype == "BF16":
             arr = (raw.astype(np.uint32) << 16).view(np.float32)
         elif dtype == "U8":
