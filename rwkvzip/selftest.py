@@ -77,9 +77,9 @@ def _vector(entry: dict) -> Vector:
 
 def inputs_for(recipe: Recipe) -> list[tuple[str, str]]:
     """(name suffix, golden input) of each vector a new card or recipe gets."""
-    if recipe.mix is None:
-        return [("", INPUT)]
-    return [("", EOL_INPUT), ("-exe", EXE_INPUT)] if recipe.eol else [("", EXE_INPUT)]
+    if recipe.eol:
+        return [("", EOL_INPUT), ("-exe", EXE_INPUT)]
+    return [("", EXE_INPUT if recipe.mix is not None else INPUT)]
 
 
 def load(directory: Traversable | None = None) -> tuple[bytes, list[Vector]]:

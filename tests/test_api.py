@@ -40,7 +40,7 @@ def test_levels_recipes_and_their_misuse(tiny_recipe):
         api.compress(b"x", 1, recipe=tiny_recipe)
     with pytest.raises(TypeError, match="level"):
         api.compress(b"x", "fast")
-    with pytest.raises(TypeError, match="recipe="):
+    with pytest.raises(TypeError, match="recipe must be a Recipe"):
         api.Compressor(recipe="mix-v67")
     with pytest.raises(rwkvzip.RecipeError, match="level"):
         api.compress(b"x", level=10)

@@ -124,7 +124,7 @@ def test_a_corrupt_first_frame_is_reported_before_any_kernel_is_readied(sample, 
 
     readied = []
     monkeypatch.setattr(codec, "warm_up", lambda recipe, decoding: readied.append(recipe))
-    (tmp_path / "bad.rwkz").write_bytes(b"RWKZ\x01\x01\x05\x01")  # card 5, a bad frame
+    (tmp_path / "bad.rwkz").write_bytes(b"RWKZ\x01\x4d\x05\x01")  # card 77, a bad frame
     assert_clean_error(rwkvzip("-d", tmp_path / "bad.rwkz"), "bad payload length")
     assert readied == []
     assert rwkvzip(*FAST, sample).returncode == 0
@@ -475,9 +475,10 @@ def test_every_row_of_the_readme_flags_table_has_a_test():
 
 @pytest.mark.parametrize("content,message", [
     (b"not compressed at all", "bad magic"),
-    (b"RWKZ\x01\x01\x05\x10\x00", "truncated"),
-    (b"RWKZ\x03\x01", "unsupported format version 3"),
-    (b"RWKZ\x01\x7f\x05", "unknown preset id 127"),
+    (b"RWKZ\x01\x4d\x05\x20\x00", "truncated"),
+    (b"RWKZ\x03\x01", "format version 3 needs a newer rwkvzip"),
+    (b"RWKZ\x01\x7f\x05", "unknown preset card 127"),
+    (b"RWKZ\x01\x01\x05", "preset card 1 is retired"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_output(tmp_path, content, message):
     bad = tmp_path / "bad.rwkz"

@@ -60,16 +60,17 @@ def _after_header(blob):
     (b"", "empty input"),
     (b"RW", "truncated"),
     (b"PK\x03\x04 some zip file", "bad magic"),
-    (b"RWKZ\x09\x01", "unsupported format version 9"),
-    (b"RWKZ\x01\x7f", "unknown preset id 127"),
+    (b"RWKZ\x09\x01", "format version 9 needs a newer rwkvzip"),
+    (b"RWKZ\x01\x7f", "unknown preset card 127: .*newer rwkvzip"),
+    (b"RWKZ\x01\x01", "preset card 1 is retired"),
     (b"RWKZ\x01\x00\x05{}", "truncated"),
     (b"RWKZ\x01\x00\x02{}", "missing"),
     (b"RWKZ\x01\x00\x03{]}", "not valid JSON"),
     (b"RWKZ\x01\x00\xff\xff\xff\x7f", "recipe too long"),
-    (b"RWKZ\x01\x01", "truncated"),
-    (b"RWKZ\x01\x01\xff\xff\xff\x0f", "claims"),
-    (b"RWKZ\x01\x01\x01\xff\xff\x03", "bad payload length"),
-    (b"RWKZ\x01\x01\x00\x05", "trailer says 5"),
+    (b"RWKZ\x01\x4d", "truncated"),  # card 77, the fastest
+    (b"RWKZ\x01\x4d\xff\xff\xff\x0f", "claims"),
+    (b"RWKZ\x01\x4d\x01\xfd\xff\x03", "bad payload length"),
+    (b"RWKZ\x01\x4d\x00\x05", "trailer says 5"),
 ])
 def test_bad_headers_and_frames_are_clean_errors(blob, message):
     with pytest.raises(FormatError, match=message):

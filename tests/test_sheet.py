@@ -15,7 +15,7 @@ from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from make_golden import golden_input  # noqa: E402
+from make_golden import bitmap, golden_input  # noqa: E402
 from make_golden import sheet as worksheet  # noqa: E402
 
 SMALL = MixConfig(orders=(1, 2, 3, 0, 13), table_bits=11, match_bits=14, network=False,
@@ -78,8 +78,11 @@ def test_a_worksheet_is_coded_far_better_and_decodes():
         assert api.decompress(blob) == data
 
 
-def test_the_golden_sheet_input_exercises_the_model():
-    data = selftest.load_input(selftest.golden_dir(), selftest.SHEET_INPUT)
-    S = fed(data, SHEET).S
-    assert S[sheet.S_SH_RECORDS] == RECORDS and S[sheet.S_SH_NEXT] == len(data)
-    assert selftest.input_for(Recipe(mix=SHEET)) == selftest.SHEET_INPUT
+def test_the_golden_executable_input_exercises_the_model():
+    """The cards' vectors code EXE_INPUT: the golden input, a bitmap, a worksheet (whose
+    records the model follows to its end) and code."""
+    data = selftest.load_input(selftest.golden_dir(), selftest.EXE_INPUT)
+    sheet_end = len(golden_input() + bitmap() + worksheet())
+    assert data[:sheet_end] == golden_input() + bitmap() + worksheet()
+    S = fed(data[:sheet_end], SHEET).S
+    assert S[sheet.S_SH_RECORDS] == RECORDS and S[sheet.S_SH_NEXT] == sheet_end
