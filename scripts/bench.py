@@ -539,6 +539,12 @@ def results_table(report: dict, benchmarks_link: str | None = "BENCHMARKS.md"
 
     columns = []  # (label, {group: (value, marker)}, compress KB/s, decompress KB/s)
     for c in report["codecs"]:
+        label = c["label"]
+        if c["key"].startswith("rwkvzip-"):
+            level, card = int(c["key"].split("-")[1]), label.split("(")[-1].rstrip(")")
+            if LEVELS.get(level) not in (None, card):
+                label += mark(f"`-{level}` ran `{card}` in this bench; the level now runs "
+                              f"`{LEVELS[level]}`")
         mine = {r["file"]: r for r in report["results"] if r["codec"] == c["key"]}
         cells = {}
         for group, members in groups.items():
@@ -561,12 +567,6 @@ def results_table(report: dict, benchmarks_link: str | None = "BENCHMARKS.md"
             covered = ", ".join(sorted({f["group"] for f in files if f["name"] in ran}))
             note = mark(f"{c['label']}: speeds over the {len(ran)} files it ran ({covered})")
             speeds = [_speed(v) + note if v is not None else None for v in speeds]
-        label = c["label"]
-        if c["key"].startswith("rwkvzip-"):
-            level, card = int(c["key"].split("-")[1]), label.split("(")[-1].rstrip(")")
-            if LEVELS.get(level) not in (None, card):
-                label += mark(f"`-{level}` ran `{card}` in this bench; the level now runs "
-                              f"`{LEVELS[level]}`")
         columns.append((label, cells, *speeds))
     for name, (kbps, _) in PUBLISHED.items():
         cells = {g: (published_bpb(name, m), "") for g, m in groups.items()}
@@ -590,7 +590,7 @@ def results_table(report: dict, benchmarks_link: str | None = "BENCHMARKS.md"
         lines.append(f"| {what} KB/s | | " + " | ".join(cells) + " |")
     sources = report.get("sources", [_source(report)])
     when = ", ".join(sorted({s["date"][:10] for s in sources}))
-    machines = "; ".join(sorted({s["machine"]["cpu"] for s in sources}))
+    machines = " and ".join(sorted({s["machine"]["cpu"] for s in sources}))
     lines += ["", f"Total bits per byte of each group of files (8 × compressed bytes / original "
               f"bytes, all its files together, headers included; **bold**: the smallest), "
               f"speeds over every file a compressor ran (wall clock, one thread). Written by "
