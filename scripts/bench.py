@@ -2,7 +2,9 @@
 
     python scripts/bench.py [--levels 1,2] [--repeat 3] [--rwkvzip-repeat 1]
         [--classical gzip,bzip2,xz,zstd,brotli,ppmd] [--head BYTES] [--corpus DIR]
-        [--out DIR] [--no-plot] [FILE ...]
+        [--out DIR] [--no-plot] [--readme README.md] [FILE ...]
+    python scripts/bench.py --render REPORT.json [REPORT.json ...] [--out DIR]
+        [--no-plot] [--readme README.md]
 
 Every compressor runs in this process through its Python module, on one thread: rwkvzip
 through `rwkvzip.api` at each chosen level, the others as listed in CLASSICAL below (needs
@@ -12,10 +14,15 @@ of ../shared/corpus. Each file is compressed and decompressed `--repeat` times (
 process CPU times are recorded too. Every decompressed output is compared with the input
 byte for byte, and repeated compressions must give identical bytes.
 
-Writes OUT/BENCHMARKS.md (tables), OUT/benchmarks.json (everything, raw timings included)
-and OUT/docs/bench/pareto.png (bits per byte against compress speed, one panel per file);
-OUT is the repository root by default. Exit status 1 if any roundtrip failed or any
-compressor raised an error.
+Writes OUT/BENCHMARKS.md (tables; nothing else writes that file), OUT/benchmarks.json
+(everything, raw timings included) and OUT/docs/bench/pareto.png (bits per byte against
+compress speed, one panel per file); OUT is the repository root by default. With --readme
+it also rewrites the results table between the `<!-- results -->` and `<!-- /results -->`
+markers of that file: total bits per byte per group of files, one column per compressor,
+beside the published figures of paq8px and cmix (PUBLISHED below). --render measures
+nothing: it writes the same outputs from saved reports (benchmarks.json of earlier runs,
+merged when there are several, e.g. one run per level). Exit status 1 if any roundtrip
+failed or any compressor raised an error.
 """
 
 from __future__ import annotations
@@ -65,6 +72,35 @@ PPMD_ORDER = 6
 PPMD_MEM = 16 << 20
 # Warm-up input: compiles (or loads from numba's cache) every kernel before timing starts.
 WARMUP = b"The quick brown fox jumps over the lazy dog. " * 40 + bytes(range(256)) * 4
+# The README's results table goes between these markers (--readme); its rows, the corpus's
+# folders in this order (others after them)
+RESULTS_BEGIN, RESULTS_END = "<!-- results -->", "<!-- /results -->"
+GROUP_ORDER = ("canterbury", "large", "artificial")
+
+# Published bits per byte of the strongest context-mixing compressors on the Canterbury
+# files, copied from ../shared/corpus/README.md ("Published results of the strongest
+# context-mixing compressors": paq8px v216's README, results verified May 2026; cmix v21
+# without its English dictionary), with the speeds it gives (one core, compressing). They
+# were not measured here: the tables mark them "published" and give no decompress speed.
+PUBLISHED_BYTES = {
+    "canterbury/alice29.txt": 152_089, "canterbury/asyoulik.txt": 125_179,
+    "canterbury/cp.html": 24_603, "canterbury/fields.c": 11_150,
+    "canterbury/grammar.lsp": 3_721, "canterbury/kennedy.xls": 1_029_744,
+    "canterbury/lcet10.txt": 426_754, "canterbury/plrabn12.txt": 481_861,
+    "canterbury/ptt5": 513_216, "canterbury/sum": 38_240, "canterbury/xargs.1": 4_227,
+}
+PUBLISHED = {  # label -> (compress KB/s, bpb per file in PUBLISHED_BYTES's order)
+    "paq8px -8": (10.8, (1.740, 2.014, 1.758, 1.454, 1.851, 0.063, 1.483, 1.950, 0.306,
+                         1.394, 2.451)),
+    "paq8px -12L": (3.8, (1.729, 2.009, 1.754, 1.448, 1.853, 0.061, 1.477, 1.938, 0.306,
+                          1.389, 2.447)),
+    "cmix v21": (0.84, (1.755, 2.024, 1.781, 1.497, 1.879, 0.062, 1.491, 1.942, 0.335,
+                        1.458, 2.510)),
+}
+# the corpus README's "all 11 (total bytes)" row, which the per-file figures reproduce
+PUBLISHED_TOTALS = {"paq8px -8": 0.869, "paq8px -12L": 0.864, "cmix v21": 0.876}
+PUBLISHED_SOURCE = ("paq8px v216 (its README, verified May 2026) and cmix v21 (without its "
+                    "English dictionary), as ../shared/corpus/README.md quotes them")
 
 
 @dataclass(frozen=True)
@@ -384,10 +420,7 @@ def run_bench(files: list[Path], levels: list[int], classical: list[str], repeat
         if on_file is not None:
             on_file(report)
     report["load_average_end"] = _load()
-    timed = [r for r in report["results"] if r["file"] != "(warm-up)"]
-    wall = sum(sum(r["runs"][f"{k}_wall_s"]) for r in timed for k in ("compress", "decompress"))
-    cpu = sum(sum(r["runs"][f"{k}_cpu_s"]) for r in timed for k in ("compress", "decompress"))
-    report["cpu_over_wall"] = cpu / wall if wall > 0 else None
+    report["cpu_over_wall"] = _cpu_over_wall(report["results"])
     report["summary"] = summarize(report["results"], codecs, report["files"])
     report["pareto"] = {f["name"]: _front_keys(report["results"], f["name"])
                         for f in report["files"]}
@@ -399,6 +432,196 @@ def _front_keys(rows: list[dict], name: str) -> list[str]:
     mine = [r for r in rows if r["file"] == name and r["ok"]]
     front = pareto_front([(r["compress_kBps"], r["bpb"]) for r in mine])
     return [mine[i]["codec"] for i in sorted(front)]
+
+
+def published_bpb(label: str, files: list[dict]) -> float | None:
+    """A published compressor's bits per byte over these files together (its per-file figures
+    weighted by their bytes), or None unless every one is a whole Canterbury file it has a
+    figure for."""
+    names = list(PUBLISHED_BYTES)
+    bpbs = PUBLISHED[label][1]
+    if not files or any(PUBLISHED_BYTES.get(f["name"]) != f["bytes"] for f in files):
+        return None
+    total = sum(f["bytes"] for f in files)
+    return sum(bpbs[names.index(f["name"])] * f["bytes"] for f in files) / total
+
+
+def _codec_order(key: str) -> tuple:
+    if key.startswith("rwkvzip-"):
+        return (0, int(key.split("-")[1]), "")
+    return (1, list(CLASSICAL).index(key), "") if key in CLASSICAL else (2, 0, key)
+
+
+def merge_reports(reports: list[dict]) -> dict:
+    """One report from several (the benchmarks.json of separate runs, e.g. one per level).
+    A compressor is known by its key (rwkvzip-6, gzip) and its label, which names the card a
+    level ran: its rows are those of every report naming it with the same label, the later
+    report winning for a file measured twice; a later report naming the key with another
+    label (the level ran another card) replaces the earlier label's rows. Files are the
+    union, by name; the summary and the Pareto fronts are computed again."""
+    rows: dict[tuple[str, str], dict] = {}
+    labels: dict[str, str] = {}
+    codecs: dict[str, dict] = {}
+    files: dict[str, dict] = {}
+    for report in reports:
+        if not report.get("complete"):
+            raise ValueError(f"the report of {report.get('command')!r} is not complete")
+        for c in report["codecs"]:
+            if labels.get(c["key"]) not in (None, c["label"]):
+                rows = {k: r for k, r in rows.items() if k[0] != c["key"]}
+            labels[c["key"]] = c["label"]
+            codecs[c["key"]] = c
+        for f in report["files"]:
+            files[f["name"]] = f
+        for r in report["results"]:
+            if r["file"] != "(warm-up)":
+                rows[(r["codec"], r["file"])] = r
+    keys = sorted(codecs, key=_codec_order)
+    names = sorted(n for n in files if any(k[1] == n for k in rows))
+    sources = [s for r in reports for s in r.get("sources", [_source(r)])]
+    merged: dict = {
+        "date": max(s["date"] for s in sources), "machine": sources[-1]["machine"],
+        "settings": {"levels": [int(k.split("-")[1]) for k in keys if k.startswith("rwkvzip-")],
+                     "classical": [k for k in keys if k in CLASSICAL]},
+        "codecs": [codecs[k] for k in keys], "files": [files[n] for n in names],
+        "results": [rows[(k, n)] for n in names for k in keys if (k, n) in rows],
+        "sources": sources, "complete": True}
+    merged["cpu_over_wall"] = _cpu_over_wall(merged["results"])
+    shims = [_Shim(c["key"], c["label"]) for c in merged["codecs"]]
+    merged["summary"] = summarize(merged["results"], shims, merged["files"])
+    merged["pareto"] = {n: _front_keys(merged["results"], n) for n in names}
+    return merged
+
+
+@dataclass(frozen=True)
+class _Shim:
+    """What summarize reads of a compressor, for reports read back from JSON."""
+
+    key: str
+    label: str
+
+
+def _source(report: dict) -> dict:
+    """What a report says of how it was made (a merged report lists one per run)."""
+    return {k: report.get(k) for k in ("command", "date", "machine", "settings",
+                                       "load_average_start", "load_average_end",
+                                       "cpu_over_wall")}
+
+
+def _cpu_over_wall(results: list[dict]) -> float | None:
+    timed = [r for r in results if r["file"] != "(warm-up)"]
+    wall = sum(sum(r["runs"][f"{k}_wall_s"]) for r in timed for k in ("compress", "decompress"))
+    cpu = sum(sum(r["runs"][f"{k}_cpu_s"]) for r in timed for k in ("compress", "decompress"))
+    return cpu / wall if wall > 0 else None
+
+
+def results_table(report: dict, benchmarks_link: str | None = "BENCHMARKS.md"
+                  ) -> list[str]:
+    """The README's results table: total bits per byte of each group of files (then of all
+    of them) per compressor, the published figures beside them, and compress / decompress
+    speed; notes say where a compressor did not cover a group cleanly, and which command
+    and runs gave the figures."""
+    from rwkvzip.recipe import LEVELS
+
+    files = report["files"]
+    groups: dict[str, list[dict]] = {}
+    for f in sorted(files, key=lambda f: (GROUP_ORDER.index(f["group"])
+                                          if f["group"] in GROUP_ORDER else len(GROUP_ORDER))):
+        groups.setdefault(f["group"], []).append(f)
+    if len(groups) != 1:
+        groups[ALL] = files
+    notes: list[str] = []
+
+    def mark(text: str) -> str:
+        if text not in notes:
+            notes.append(text)
+        return _superscript(notes.index(text) + 1)
+
+    columns = []  # (label, {group: (value, marker)}, compress KB/s, decompress KB/s)
+    for c in report["codecs"]:
+        label = c["label"]
+        if c["key"].startswith("rwkvzip-"):
+            level, card = int(c["key"].split("-")[1]), label.split("(")[-1].rstrip(")")
+            if LEVELS.get(level) not in (None, card):
+                label += mark(f"`-{level}` ran `{card}` in this bench; the level now runs "
+                              f"`{LEVELS[level]}`")
+        mine = {r["file"]: r for r in report["results"] if r["codec"] == c["key"]}
+        cells = {}
+        for group, members in groups.items():
+            got = [mine[f["name"]] for f in members if f["name"] in mine]
+            good = [r for r in got if r["ok"]]
+            if len(got) < len(members) or not good:
+                cells[group] = (None, "")
+                continue
+            value = 8 * sum(r["compressed"] for r in good) / sum(r["bytes"] for r in good)
+            failed = [r["file"] for r in got if not r["ok"]]
+            cells[group] = (value, mark(f"{c['label']}: over the other files; "
+                                        f"{', '.join(failed)} failed (BENCHMARKS.md, "
+                                        "Errors)") if failed else "")
+        good = [r for r in mine.values() if r["ok"]]
+        total = sum(r["bytes"] for r in good)
+        speeds = [_kbps(total, sum(r[f"{k}_wall_s"] for r in good)) if good else None
+                  for k in ("compress", "decompress")]
+        ran = {r["file"] for r in mine.values()}
+        if good and len(ran) < len(files):
+            covered = ", ".join(sorted({f["group"] for f in files if f["name"] in ran}))
+            note = mark(f"{c['label']}: speeds over the {len(ran)} files it ran ({covered})")
+            speeds = [_speed(v) + note if v is not None else None for v in speeds]
+        columns.append((label, cells, *speeds))
+    for name, (kbps, _) in PUBLISHED.items():
+        cells = {g: (published_bpb(name, m), "") for g, m in groups.items()}
+        if any(v is not None for v, _ in cells.values()):
+            columns.append((name + mark(f"published: {PUBLISHED_SOURCE}; their compress "
+                                        "speed as published, on one core"),
+                            cells, f"{kbps:g}", None))
+    lines = ["| files | bytes | " + " | ".join(c[0] for c in columns) + " |",
+             "|---|---:|" + "---:|" * len(columns)]
+    for group, members in groups.items():
+        values = [c[1][group][0] for c in columns]
+        best = min((v for v in values if v is not None), default=None)
+        cells = []
+        for (_, col, *_), v in zip(columns, values, strict=True):
+            text = _fmt(v, 3) + col[group][1]
+            cells.append(f"**{text}**" if v is not None and v == best else text)
+        lines.append(f"| {group} ({len(members)}) | {sum(f['bytes'] for f in members):,} | "
+                     + " | ".join(cells) + " |")
+    for i, what in ((2, "compress"), (3, "decompress")):
+        cells = [c[i] if isinstance(c[i], str) else _speed(c[i]) for c in columns]
+        lines.append(f"| {what} KB/s | | " + " | ".join(cells) + " |")
+    sources = report.get("sources", [_source(report)])
+    when = ", ".join(sorted({s["date"][:10] for s in sources}))
+    machines = " and ".join(sorted({s["machine"]["cpu"] for s in sources}))
+    lines += ["", f"Total bits per byte of each group of files (8 × compressed bytes / original "
+              f"bytes, all its files together, headers included; **bold**: the smallest), "
+              f"speeds over every file a compressor ran (wall clock, one thread). Written by "
+              f"`{report.get('command', 'scripts/bench.py')}` from "
+              + (f"{len(sources)} benches" if len(sources) > 1 else "a bench")
+              + f" of {when} on {machines}"
+              + (f"; every file, run and machine detail: [BENCHMARKS.md]({benchmarks_link})."
+                 if benchmarks_link else ".")]
+    for i, n in enumerate(notes):
+        lines += ["", f"{_superscript(i + 1)} {n}"]
+    return lines
+
+
+def _superscript(n: int) -> str:
+    return "".join("⁰¹²³⁴⁵⁶⁷⁸⁹"[int(d)] for d in str(n))
+
+
+def write_readme_table(path: Path, lines: list[str]) -> None:
+    """Put the table lines between the file's results markers, replacing what was there."""
+    before, after = _split_markers(path.read_text(), path)
+    path.write_text(before + RESULTS_BEGIN + "\n" + "\n".join(lines) + "\n" + RESULTS_END
+                    + after)
+
+
+def _split_markers(text: str, path: Path) -> tuple[str, str]:
+    if text.count(RESULTS_BEGIN) != 1 or text.count(RESULTS_END) != 1 or (
+            text.index(RESULTS_BEGIN) > text.index(RESULTS_END)):
+        raise ValueError(f"{path} needs one {RESULTS_BEGIN} line and one {RESULTS_END} "
+                         "line after it")
+    before, rest = text.split(RESULTS_BEGIN)
+    return before, rest.split(RESULTS_END)[1]
 
 
 def _fmt(value: float | None, digits: int) -> str:
@@ -427,33 +650,46 @@ def _loadavg(values: list[float] | None) -> str:
     return " / ".join(f"{v:.2f}" for v in values) if values else "unknown"
 
 
-def render_markdown(report: dict, command: str, plot: Path | None) -> str:
-    m, s = report["machine"], report["settings"]
-    errors = [r for r in report["results"] if not r["ok"]]
-    load = (f"{_loadavg(report['load_average_start'])} at the start, "
-            f"{_loadavg(report.get('load_average_end'))} at the end (1, 5, 15 minutes)")
-    lines = [
-        "# Benchmarks",
-        "",
-        "Written by `scripts/bench.py`; run it again rather than editing this file.",
-        "",
-        f"- command: `{command}`",
-        f"- date: {report['date']}",
+def _run_lines(src: dict) -> list[str]:
+    """How one run was made: date, machine, software, its timing settings."""
+    m, s = src["machine"], src["settings"]
+    load = (f"{_loadavg(src.get('load_average_start'))} at the start, "
+            f"{_loadavg(src.get('load_average_end'))} at the end (1, 5, 15 minutes)")
+    return [
+        f"- date: {src['date']}",
         f"- machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
         f"{m['platform']}; load average {load}",
         f"- software: Python {m['python']}, numba {m['numba']}, numpy {m['numpy']}, "
         f"rwkvzip {m['rwkvzip']} (git {m['git']}); "
         + ", ".join(f"{k} {v}" for k, v in m["libraries"].items()),
-        f"- timing: wall clock, median of {s['repeat']} runs for the classical compressors and "
-        f"of {s['rwkvzip_repeat']} for rwkvzip (set by --repeat and --rwkvzip-repeat), each "
-        "compressor on one thread, input and output in memory, "
-        + ("in this one process" if s.get("jobs", 1) == 1 else
-           f"in {s['jobs']} worker processes running at once (--jobs)")
-        + "; rwkvzip's kernels were compiled or loaded before timing. KB = 1000 bytes. "
-        "Process CPU time / "
-        f"wall time over all timed runs: {_fmt(report.get('cpu_over_wall'), 2)} (well below 1 "
-        "would mean the process often waited for a CPU). CPU times and every single run are "
-        "in benchmarks.json.",
+        f"- runs: {s['repeat']} a file for the classical compressors, {s['rwkvzip_repeat']} for "
+        "rwkvzip, "
+        + ("in one process" if s.get("jobs", 1) == 1 else
+           f"in {s['jobs']} worker processes running at once (--jobs)"),
+    ]
+
+
+def render_markdown(report: dict, command: str, plot: Path | None) -> str:
+    errors = [r for r in report["results"] if not r["ok"]]
+    sources = report.get("sources", [_source(report)])
+    lines = ["# Benchmarks", "",
+             "Written by `scripts/bench.py`; run it again rather than editing this file.", ""]
+    if len(sources) == 1:
+        lines += [f"- command: `{sources[0]['command']}`", *_run_lines(sources[0])]
+        if command != sources[0]["command"]:
+            lines.append(f"- written from its report by `{command}`")
+    else:
+        lines += [f"- command: `{command}`, from the reports of {len(sources)} runs (each "
+                  "compressor's figures from the last run that measured it):"]
+        for src in sources:
+            lines += [f"- run: `{src['command']}`"] + ["  " + x for x in _run_lines(src)]
+    lines += [
+        "- timing: wall clock, the median of each file's runs (--repeat for the classical "
+        "compressors, --rwkvzip-repeat for rwkvzip), each compressor on one thread, input and "
+        "output in memory; rwkvzip's kernels were compiled or loaded before timing. KB = 1000 "
+        "bytes. Process CPU time / wall time over all timed runs: "
+        f"{_fmt(report.get('cpu_over_wall'), 2)} (well below 1 would mean the process often "
+        "waited for a CPU). CPU times and every single run are in benchmarks.json.",
         "- bpb = 8 × compressed bytes / original bytes, with each format's headers and "
         "checksums (PPMd: the bare stream).",
         "- every roundtrip was verified byte for byte"
@@ -464,6 +700,7 @@ def render_markdown(report: dict, command: str, plot: Path | None) -> str:
     ]
     lines += [f"| {c['label']} | `{_cell(c['call'])}` | {_cell(c['note'])} |"
               for c in report["codecs"]]
+    lines += ["", "## Results", "", *results_table(report, None)]
     lines += ["", "## Summary", "",
               "Per folder of the corpus: mean bpb is the mean of the files' bpb, total bpb "
               "counts all their bytes together; speeds are total bytes over total time.",
@@ -490,6 +727,10 @@ def render_markdown(report: dict, command: str, plot: Path | None) -> str:
             bpb = _fmt(r["bpb"], 3) if r["ok"] else "**error**"
             lines.append(f"| {r['label']} | {bpb} | {_speed(r['compress_kBps'])} | "
                          f"{_speed(r['decompress_kBps'])} | {'●' if r['codec'] in front else ''} |")
+        for name, (kbps, _) in PUBLISHED.items():
+            bpb = published_bpb(name, [f])
+            if bpb is not None:
+                lines.append(f"| {name} (published) | {bpb:.3f} | {kbps:g} | – | |")
         lines.append("")
     if errors:
         lines += ["## Errors", ""]
@@ -546,8 +787,10 @@ def plot_pareto(report: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def write_outputs(report: dict, out: Path, command: str, plot: bool) -> list[Path]:
-    """BENCHMARKS.md, benchmarks.json and (if plot) the PNG under out; the paths written."""
+def write_outputs(report: dict, out: Path, command: str, plot: bool,
+                  readme: Path | None = None) -> list[Path]:
+    """BENCHMARKS.md, benchmarks.json, (if plot) the PNG under out and (if readme) the
+    results table in that file; the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     report["command"] = command
     written = [out / "benchmarks.json"]
@@ -560,6 +803,11 @@ def write_outputs(report: dict, out: Path, command: str, plot: bool) -> list[Pat
     (out / "BENCHMARKS.md").write_text(render_markdown(report, command,
                                                        PLOT_PATH if plot else None) + "\n")
     written.append(out / "BENCHMARKS.md")
+    if readme is not None:
+        link = Path(os.path.relpath((out / "BENCHMARKS.md").resolve(),
+                                    readme.resolve().parent)).as_posix()
+        write_readme_table(readme, results_table(report, link))
+        written.append(readme)
     return written
 
 
@@ -601,7 +849,32 @@ def main(argv: list[str] | None = None) -> int:
                     help="where BENCHMARKS.md, benchmarks.json and docs/bench/ go "
                          "(default: the repository root)")
     ap.add_argument("--no-plot", action="store_true", help="no PNG (matplotlib not needed)")
+    ap.add_argument("--readme", type=Path,
+                    help="also rewrite the results table between this file's "
+                         f"{RESULTS_BEGIN} and {RESULTS_END} lines (e.g. README.md)")
+    ap.add_argument("--render", nargs="+", type=Path, metavar="REPORT",
+                    help="measure nothing: write the outputs from these saved reports "
+                         "(benchmarks.json of earlier runs; several are merged, a "
+                         "compressor's rows coming from the last report that names it)")
     args = ap.parse_args(argv)
+    if args.readme is not None:
+        try:
+            _split_markers(args.readme.read_text(), args.readme)
+        except (OSError, ValueError) as exc:
+            ap.error(str(exc))
+    command = shlex.join(["python", os.path.relpath(__file__), *argv])
+    if args.render:
+        if args.paths or args.files:
+            ap.error("--render takes reports, not files to measure")
+        try:
+            reports = [json.loads(path.read_text()) for path in args.render]
+            report = merge_reports(reports)
+        except (OSError, ValueError, KeyError) as exc:
+            ap.error(f"cannot render {' '.join(map(str, args.render))}: {exc}")
+        for path in write_outputs(report, args.out, command, plot=not args.no_plot,
+                                  readme=args.readme):
+            print(f"wrote {path}")
+        return 0
     if args.repeat < 1 or args.rwkvzip_repeat < 1 or args.jobs < 1:
         ap.error("--repeat, --rwkvzip-repeat and --jobs must be at least 1")
     if args.head is not None and args.head < 1:
@@ -618,7 +891,6 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         ap.error(f"not a file: {', '.join(missing)}")
-    command = shlex.join(["python", os.path.relpath(__file__), *argv])
     print(f"{len(files)} files; rwkvzip levels {levels or 'none'}; "
           f"{', '.join(args.classical) or 'no classical compressors'}")
 
@@ -627,7 +899,8 @@ def main(argv: list[str] | None = None) -> int:
 
     report = run_bench(files, levels, args.classical, args.repeat, args.rwkvzip_repeat,
                        args.head, args.corpus, on_file=save_partial, jobs=args.jobs)
-    for path in write_outputs(report, args.out, command, plot=not args.no_plot):
+    for path in write_outputs(report, args.out, command, plot=not args.no_plot,
+                              readme=args.readme):
         print(f"wrote {path}")
     failed = [r for r in report["results"] if not r["ok"]]
     for r in failed:

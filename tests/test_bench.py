@@ -1,6 +1,7 @@
-"""scripts/bench.py on a tiny input: every compressor, verified roundtrips, the three outputs.
+"""scripts/bench.py on a tiny input: every compressor, verified roundtrips, the three outputs
+and the README's results table; reports merged by --render; the published figures.
 
-Skipped unless the `bench` extra is installed (CI installs only `test`)."""
+Needs the `bench` extra, which the README's test command (CI) installs; skipped without it."""
 
 from __future__ import annotations
 
@@ -32,9 +33,15 @@ def sample(tmp_path):
     return path
 
 
+README_TEXT = "# x\n\nbefore\n\n<!-- results -->\nold table\n<!-- /results -->\n\nafter\n"
+
+
 def test_every_compressor_roundtrips_and_the_report_is_written(bench, sample, tmp_path):
     out = tmp_path / "out"
-    assert bench.main(["--levels", "1", "--repeat", "2", "--out", str(out), str(sample)]) == 0
+    readme = tmp_path / "README.md"
+    readme.write_text(README_TEXT)
+    assert bench.main(["--levels", "1", "--repeat", "2", "--out", str(out), "--readme",
+                       str(readme), str(sample)]) == 0
     report = json.loads((out / "benchmarks.json").read_text())
     assert report["complete"]
     rows = report["results"]
@@ -57,6 +64,112 @@ def test_every_compressor_roundtrips_and_the_report_is_written(bench, sample, tm
     for r in rows:
         assert f"| {r['label']} | {r['bpb']:.3f} |" in md
     assert (out / bench.PLOT_PATH).read_bytes().startswith(b"\x89PNG")
+    text = readme.read_text()
+    assert text.startswith("# x\n\nbefore\n\n<!-- results -->\n| files | bytes | ")
+    assert text.endswith("<!-- /results -->\n\nafter\n") and "old table" not in text
+    table = text.split("<!-- results -->\n")[1].split("\n\n")[0].splitlines()
+    assert table[0].split(" | ")[2:] == [r["label"] for r in rows[:-1]] + [rows[-1]["label"] + " |"]
+    assert table[2].replace("*", "").startswith(
+        f"| other files (1) | 3,000 | {rows[0]['bpb']:.3f} | ")
+    assert [line.split(" | ")[0] for line in table[3:]] == ["| compress KB/s",
+                                                             "| decompress KB/s"]
+    assert "paq8px" not in text  # no published figure for this file
+    assert f"Written by `python {bench.os.path.relpath(bench.__file__)} --levels 1" in text
+    assert "[BENCHMARKS.md](out/BENCHMARKS.md)" in text and "## Results" in md
+
+
+def test_the_results_table_merges_runs_and_says_what_each_ran(bench, tmp_path):
+    """--render: a compressor's rows come from the reports naming it with the same label,
+    the later one winning; another label for the same key (a level that ran another card)
+    replaces them. The table covers a group only where a compressor ran all its files, names
+    failed files, and marks a level's card that is no longer the level's."""
+    corpus = tmp_path / "corpus"
+    names = ["canterbury/grammar.lsp", "canterbury/xargs.1", "large/bible.txt"]
+    for i, name in enumerate(names):
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_bytes(b"some text, some more text %d\n" % i * 40)
+    gzip = bench.CLASSICAL["gzip"]
+    old = replace(gzip, key="rwkvzip-6", label="rwkvzip -6 (mix-v1)")
+    new = replace(gzip, key="rwkvzip-6", label=f"rwkvzip -6 ({LEVELS[6]})")
+
+    def report(codecs, files, command, broken=()):
+        rows = []
+        for path in files:
+            name, group = bench.display_name(corpus / path, corpus)
+            for codec in codecs:
+                row = {"file": name, **bench.measure(codec, (corpus / path).read_bytes(), 1)}
+                if (codec.key, path) in broken:
+                    row.update(ok=False, errors=["roundtrip failed: 0 bytes came back"])
+                rows.append(row)
+        files = [{"name": n, "group": n.split("/")[0], "bytes": (corpus / n).stat().st_size}
+                 for n in files]
+        return {"command": command, "date": "2026-12-06T00:00:00+00:00",
+                "machine": bench.machine_info(), "load_average_start": None,
+                "settings": {"repeat": 1, "rwkvzip_repeat": 1, "jobs": 1},
+                "codecs": [{"key": c.key, "label": c.label, "call": c.call, "note": c.note}
+                           for c in codecs], "files": files, "results": rows,
+                "complete": True}
+
+    paths = []
+    for i, r in enumerate([report([old, gzip], names, "first"),
+                           report([new], names[:2], "second"),
+                           report([bench.CLASSICAL["bzip2"]], names, "third",
+                                  broken={("bzip2", "canterbury/xargs.1")})]):
+        paths.append(tmp_path / f"r{i}.json")
+        paths[-1].write_text(json.dumps(r))
+    out, readme = tmp_path / "out", tmp_path / "README.md"
+    readme.write_text(README_TEXT)
+    assert bench.main(["--render", *map(str, paths), "--out", str(out), "--no-plot",
+                       "--readme", str(readme)]) == 0
+    merged = json.loads((out / "benchmarks.json").read_text())
+    assert [s["command"] for s in merged["sources"]] == ["first", "second", "third"]
+    assert [c["label"] for c in merged["codecs"]] == [new.label, "gzip -9", "bzip2 -9"]
+    assert {r["file"] for r in merged["results"] if r["codec"] == "rwkvzip-6"} == set(names[:2])
+    table = readme.read_text().split("<!-- results -->\n")[1].split("<!-- /results -->")[0]
+    rows = {line.split(" | ")[0]: line.split(" | ")[2:] for line in table.splitlines()
+            if line.startswith("| ")}
+    assert rows["| files"] == [new.label, "gzip -9", "bzip2 -9 |"]
+    bzip2_grammar = next(r["compressed"] / r["bytes"] for r in merged["results"]
+                         if r["codec"] == "bzip2" and r["file"] == names[0])
+    canterbury, large = ([cell.rstrip(" |").strip("*") for cell in rows[group]]
+                         for group in ("| canterbury (2)", "| large (1)"))
+    assert canterbury[0] == canterbury[1]  # gzip's figure, under -6's key
+    assert large[0] == "–"
+    note = canterbury[2][-1]  # bzip2's figure is over grammar.lsp alone
+    assert note in "¹²³" and canterbury[2][:-1] == f"{8 * bzip2_grammar:.3f}"
+    assert f"\n{note} bzip2 -9: over the other files; canterbury/xargs.1 failed" in table
+    assert f"{new.label}: speeds over the 2 files it ran (canterbury)" in table
+    assert "from 3 benches of 2026-12-06" in table
+    # the same level measured with a card it no longer runs says so
+    bench.main(["--render", str(paths[0]), "--out", str(out), "--no-plot", "--readme",
+                str(readme)])
+    assert f"`-6` ran `mix-v1` in this bench; the level now runs `{LEVELS[6]}`" in (
+        readme.read_text())
+    with pytest.raises(SystemExit):  # a file without the markers is refused before any run
+        bench.main(["--render", str(paths[0]), "--out", str(out), "--readme", str(out / "x")])
+
+
+def test_published_figures_are_the_corpus_readmes(bench):
+    files = [{"name": n, "bytes": b} for n, b in bench.PUBLISHED_BYTES.items()]
+    for label, total in bench.PUBLISHED_TOTALS.items():
+        assert round(bench.published_bpb(label, files), 3) == total
+    assert bench.published_bpb("paq8px -8", files[:1]) == 1.740
+    assert bench.published_bpb("paq8px -8", [{"name": files[0]["name"], "bytes": 2000}]) is None
+    readme = bench.CORPUS / "README.md"
+    if not readme.is_file():
+        pytest.skip(f"no {readme}")
+    text = readme.read_text()
+    for name, size in bench.PUBLISHED_BYTES.items():
+        assert f"| {name} | {size:,} |" in text
+        row = next(line for line in text.splitlines()
+                   if line.startswith(f"| {name.split('/')[1]} |"))
+        figures = [float(x) for x in row.strip("| ").split(" | ")[1:]]
+        i = list(bench.PUBLISHED_BYTES).index(name)
+        assert figures == [bench.PUBLISHED[label][1][i] for label in bench.PUBLISHED]
+    totals = " | ".join(f"{bench.PUBLISHED_TOTALS[label]:.3f}" for label in bench.PUBLISHED)
+    assert f"| all 11 (total bytes) | {totals} |" in text
+    for kbps, _ in bench.PUBLISHED.values():
+        assert f"{kbps} KB/s" in text
 
 
 def test_a_failed_roundtrip_or_a_raising_compressor_is_an_error(bench, sample, tmp_path,
