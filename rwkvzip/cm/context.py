@@ -27,6 +27,7 @@ from rwkvzip.cm.history import (
     verified_length,
     word_context,
 )
+from rwkvzip.cm.layout import StateLayout
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import sigmoid64
@@ -45,50 +46,64 @@ USES_SHIFT = 17
 USE = 1 << USES_SHIFT
 USES_MAX = 0xFFFFFFFF - USE  # the use count saturates below 2**15
 
-# S slots (int64): the models' state, then settings and array offsets (mixer.py adds its own)
-(S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
- S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS) = range(14)  # S_WAYS: slots a context may own (mix ways)
-S_MIXER, N_S_MIXER = 16, 16  # S[16:32] holds the mixer's slots (mixer.py), one array for both
-S_ORDERS = 32  # S[S_ORDERS + o]: the order of model o (0 = word context)
-S_CTX = 48  # S[S_CTX + o]: hash of model o's current context
-S_SLOTS = 64  # S[S_SLOTS + 17 * o + j]: slot of nibble j (0: high, 1 + h: low) or -1
+# The context models' state S (int64), every slot by name (layout.py): the core models',
+# then each model's own fields (bound to S_* constants in its module: mixer.py, image.py,
+# sheet.py, exe.py, delta.py, syntax.py), then the large tables. MixArrays fills it.
 MAX_MODELS = 16
-# record-length detection (the record/2-D kinds; after the models' slots, so nothing moved)
-S_REC = S_SLOTS + 17 * MAX_MODELS  # detected record length r (0: none yet)
-S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON = range(S_REC + 1, S_REC + 6)
-S_CPOS = S_REC + 8  # S[S_CPOS + c]: 1 + position of the last byte c (0: not seen)
-S_CDIST = S_CPOS + ALPHABET  # S[S_CDIST + c]: distance between the last two bytes c
-S_CRUN = S_CDIST + ALPHABET  # S[S_CRUN + c]: how many times in a row that distance repeated
-# the 1-bit image model's slots (image.py): first its on flag, at the end its own record
-# detector (a length, then two candidates and their votes, as at S_REC)
-S_IMAGE, N_S_IMAGE = S_CRUN + ALPHABET, 16
-S_IMAGE_ON = S_IMAGE
-S_IMAGE_REC = S_IMAGE + N_S_IMAGE - 5
-# the spreadsheet record model's slots (sheet.py): its parser's 16, then for each column
-# (SHEET_COLUMNS) SHEET_CELL_BYTES bytes of its last cell, as many of the cell before it,
-# as many hit histories of its expected bytes, and the column that followed it
 SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
-S_SHEET = S_IMAGE + N_S_IMAGE
-N_S_SHEET = 16 + 3 * SHEET_COLUMNS * SHEET_CELL_BYTES + SHEET_COLUMNS
-# the text kinds' state (20 ... 24): the two words before the current one (their hashes,
-# 0: none yet) and where the current and the previous line start
-S_TEXT = S_SHEET + N_S_SHEET
-S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = range(S_TEXT, S_TEXT + 4)
-S_MIXER2, N_S_MIXER2 = S_TEXT + 4, 8  # more of the mixer's slots (mixer.py)
-S_EXE, N_S_EXE = S_MIXER2 + N_S_MIXER2, 11  # the executable model's slots (exe.py)
-S_DELTA, N_S_DELTA = S_EXE + N_S_EXE, 16  # the column-delta model's slots (delta.py)
-S_SYNTAX, N_S_SYNTAX = S_DELTA + N_S_DELTA, 7  # the syntax model's slots (syntax.py)
+SSE2_BITS = 10
+STATE = StateLayout("the context models' state S")
+# position, history, word hash, match pointer and length, the match's expected byte; the
+# settings: models, table bits, count limit, history and match hash bits, the tables' bases
+# in HB, the ways a context may own (mix ways)
+(S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
+ S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS) = STATE.add_each(
+    "pos", "hist", "word", "ptr", "len", "expect", "models", "table_bits", "count_limit",
+    "history_bits", "match_bits", "match_base", "match_count_base", "ways")
+STATE.add_each(*(f"mixer.{name}" for name in (
+    "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
+    "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt")))
+S_ORDERS = STATE.add("orders", MAX_MODELS)  # S[S_ORDERS + o]: model o's kind
+S_CTX = STATE.add("ctx", MAX_MODELS)  # S[S_CTX + o]: hash of model o's current context
+# S[S_SLOTS + 17 * o + j]: model o's slot of nibble j (0: high, 1 + h: low) or -1
+S_SLOTS = STATE.add("slots", 17 * MAX_MODELS)
+# record-length detection (the record kinds): the length r (0: none yet), then two candidates
+# and their votes (vote), and whether a record kind or model needs it
+S_REC, S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON = STATE.add_each(
+    "rec", "rec.c1", "rec.n1", "rec.c2", "rec.n2", "rec.on")
+S_CPOS = STATE.add("cpos", ALPHABET)  # S[S_CPOS + c]: 1 + position of the last byte c (0: not seen)
+S_CDIST = STATE.add("cdist", ALPHABET)  # S[S_CDIST + c]: distance between the last two bytes c
+S_CRUN = STATE.add("crun", ALPHABET)  # S[S_CRUN + c]: how many times in a row it repeated
+S_IMAGE_ON = STATE.add_each(*(f"image.{name}" for name in (
+    "on", "base", "mx", "r", "u1", "u2", "u3", "u4", "left", "text")))[0]
+S_IMAGE_REC = STATE.add("image.rec", 5)  # the image model's own record detector (as rec)
+STATE.add_each(*(f"sheet.{name}" for name in (
+    "on", "next", "start", "prev", "type", "col", "last_col", "records", "sel", "x_on",
+    "x_byte", "x_counter", "x_hits", "x_base")))
+for name in ("cells", "cells2", "hits"):  # per column: its last cell's bytes, ...
+    STATE.add(f"sheet.{name}", SHEET_COLUMNS * SHEET_CELL_BYTES)
+STATE.add("sheet.succ", SHEET_COLUMNS)
+# the text kinds' (20 ... 24): the two words before the current one (their hashes, 0: none
+# yet) and where the current and the previous line start
+S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = STATE.add_each("word1", "word2", "line", "line_prev")
+STATE.add_each(*(f"exe.{name}" for name in (
+    "on", "control", "sel", "phase", "seen", "run_phase", "run_end", "run", "calls", "words",
+    "call_at")))
+STATE.add_each(*(f"delta.{name}" for name in (
+    "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))
+STATE.add("delta.row", 4)  # the next byte's histograms' rows, one a delta.INPUTS
+STATE.add_each(*(f"syntax.{name}" for name in (
+    "on", "path", "token", "length", "nest_on", "depth", "quote")))
 # the indirect kind's: on (a recipe with kind 25), then for every two bytes (c2, c1) the
 # two bytes that followed their last two occurrences (16 bits, the later one low)
-S_IND_ON = S_SYNTAX + N_S_SYNTAX
-S_IND = S_IND_ON + 1
+S_IND_ON = STATE.add("indirect.on")
+S_IND = STATE.add("indirect", 1 << 16)
 # the mixer's blocks of rows built on first use (mixer.ready_rows): 1 once built; a block per
 # selector byte for the second and third mixers and the second APM, per context of the
 # order-2 APM (its contexts: a(1), a(2) hashed to SSE2_BITS bits)
-SSE2_BITS = 10
-S_READY = S_IND + (1 << 16)
 N_S_READY = 3 * ALPHABET + (1 << SSE2_BITS)
-N_S = S_READY + N_S_READY
+S_READY = STATE.add("ready", N_S_READY)
+N_S = STATE.size
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
 REC_RUN_SHORT = 4  # ... (this many for distances below REC_SHORT: text has short ones by chance)
 REC_SHORT = 16

@@ -47,6 +47,7 @@ from rwkvzip.cm.history import (
     verified_length,
     word_context,
 )
+from rwkvzip.cm.layout import StateLayout
 from rwkvzip.coding import coder
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
@@ -59,20 +60,27 @@ WORD = 8  # the "order" of the word context: the current word's letters and the 
 # word and 8 no bytes: context.py. Both are stored in released cards, so both stay.)
 NCONF = 64  # confidence contexts per input (count/distinct buckets, match lengths)
 
-# S slots
+# The state S, every slot by name (layout.py); the match hash table and the inputs' hash
+# tables follow its N_S slots
+STATE = StateLayout("the count models' state S")
 (S_POS, S_HIST, S_K, S_LIMIT, S_MBITS, S_MMIN, S_PTR, S_LEN, S_EXPECT, S_WORD,
- S_HBITS, S_NW) = range(12)
-S_ORDER = 16  # S[S_ORDER + i]: context length of input i (ascending; WORD last)
-S_BASE = 26  # first row of input i's rows in C
-S_BITS = 36  # log2 slots of input i's hash table (0: direct rows, orders 0 and 1)
-S_ROW = 46  # row of input i's current context, or -1 (unknown: no row holds it)
-S_CHK = 56  # check value of input i's current context
-S_WI = 66  # weight index in use for input i (counts, then match, then uniform), or -1
-S_TAB = 80  # where input i's hash table starts in S (slot -> row + 1, 0: empty)
-S_SLOT = 90  # the slot an unknown context takes over when it is learned
-S_NEXT = 100  # rows of input i handed out so far (rows are handed out in order of need)
-S_MT = 112  # the match hash table starts here (then the hash tables of the inputs)
-N_S = S_MT
+ S_HBITS, S_NW) = STATE.add_each("pos", "hist", "inputs", "limit", "match_bits", "match_min",
+                                 "ptr", "len", "expect", "word", "history_bits", "weight_count")
+S_ORDER = STATE.add("order", MAX_ORDERS)  # context length of input i (ascending; WORD last)
+S_BASE = STATE.add("base", MAX_ORDERS)  # first row of input i's rows in C
+# log2 slots of input i's hash table (0: direct rows, orders 0 and 1)
+S_BITS = STATE.add("table_bits", MAX_ORDERS)
+# row of input i's current context, or -1 (unknown: no row holds it)
+S_ROW = STATE.add("row", MAX_ORDERS)
+S_CHK = STATE.add("check", MAX_ORDERS)  # check value of input i's current context
+# weight index in use for input i (counts, then match, then uniform), or -1
+S_WI = STATE.add("weight_index", MAX_ORDERS + 2)
+# where input i's hash table starts in S (slot -> row + 1, 0: empty)
+S_TAB = STATE.add("table", MAX_ORDERS)
+S_SLOT = STATE.add("slot", MAX_ORDERS)  # the slot an unknown context takes over when learned
+# rows of input i handed out so far (rows are handed out in order of need)
+S_NEXT = STATE.add("next_row", MAX_ORDERS)
+N_S = S_MT = STATE.size  # the match hash table starts here (then the inputs' hash tables)
 
 # W slots
 W_Z, W_LR, W_MIN_, W_MAX_, W_FLOOR = range(ALPHABET, ALPHABET + 5)

@@ -52,13 +52,14 @@ W_INIT = 0.2  # every mixer's initial weight of each input
 SCORE_SHIFT = 5  # the score: the column histogram's probability of the coded bytes (16-bit
 HEARD_AT = (1 << (16 + SCORE_SHIFT)) // 8  # fixed point), averaged over ~32 live bytes;
 # the mixer hears the model while it is at least this
-# S slots (context.py reserves the range): on (mix field delta), the histograms' base in CT,
+# fields of context.STATE: on (mix field delta), the histograms' base in CT,
 # the subtree sums' base in CT (INPUTS x 512), whether the next byte is live, the byte above
 # it, whether it is heard, the score, the switch's base in MX, the next byte's column, and
 # its histograms' rows (INPUTS)
 (S_DL_ON, S_DL_BASE, S_DL_T, S_DL_LIVE, S_DL_ABOVE, S_DL_HEARD, S_DL_SCORE, S_DL_MX,
- S_DL_COL, S_DL_ROW) = range(cx.S_DELTA, cx.S_DELTA + 10)
-assert S_DL_ROW + INPUTS <= cx.S_DELTA + cx.N_S_DELTA
+ S_DL_COL, S_DL_ROW) = cx.STATE.offsets(*(f"delta.{name}" for name in (
+    "on", "base", "t", "live", "above", "heard", "score", "mx", "col", "row")))
+assert cx.STATE.length("delta.row") == INPUTS
 
 
 # The switch: the coded distribution is a mixture of the mixer's and the histograms', with

@@ -54,14 +54,16 @@ from rwkvzip.cm import image, sheet, syntax
 from rwkvzip.cm.history import hash32, text_class
 from rwkvzip.ops.jit import jit
 
-# S slots (context.py reserves the range): on (the recipe's mix field exe), the average of
+# fields of context.STATE: on (the recipe's mix field exe), the average of
 # control bytes (fixed point), the selector for the next byte (-1: not live), where words
 # start (mod 4) and where the last evidence of them ended (-1: none yet), and the current run
 # of signature words: its phase, where its last one ended, how many; the mix fields
 # exe_calls and exe_words (0 or 1), and where the word the calls' transform marked starts
 # (-1: none)
 (S_EXE_ON, S_EXE_CONTROL, S_EXE_SEL, S_EXE_PHASE, S_EXE_SEEN, S_EXE_RUN_PHASE, S_EXE_RUN_END,
- S_EXE_RUN, S_EXE_CALLS, S_EXE_WORDS, S_EXE_CALL_AT) = range(cx.S_EXE, cx.S_EXE + 11)
+ S_EXE_RUN, S_EXE_CALLS, S_EXE_WORDS, S_EXE_CALL_AT) = cx.STATE.offsets(*(
+    f"exe.{name}" for name in ("on", "control", "sel", "phase", "seen", "run_phase", "run_end",
+                               "run", "calls", "words", "call_at")))
 CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte (~32 bytes' memory)
 CONTROL_ONE = 1 << 16  # a control byte's weight (fixed point)
 LIVE_CONTROL = 6  # live from one control byte in 6 (the average's steady state is 32x it)

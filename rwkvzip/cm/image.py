@@ -44,11 +44,12 @@ IMAGE_LR = 0.01
 W_INIT = 0.3
 MAX_LOGIT = 30.0
 IMAGE_INPUTS = 1  # columns of the main mixer
-# S slots (context.py reserves the range): on (the recipe has the model), table base in CT,
+# fields of context.STATE: on (the recipe has the model), table base in CT,
 # weights' base in MX, and after each byte: r then, the rows above (1 ... 4 up), the last two
 # bytes, text-likeness
 (S_IMG_ON, S_IMG_BASE, S_IMG_MX, S_IMG_R, S_IMG_U1, S_IMG_U2, S_IMG_U3, S_IMG_U4, S_IMG_LEFT,
- S_IMG_TEXT) = range(cx.S_IMAGE_ON, cx.S_IMAGE_ON + 10)
+ S_IMG_TEXT) = cx.STATE.offsets("image.on", "image.base", "image.mx", "image.r", "image.u1",
+                                "image.u2", "image.u3", "image.u4", "image.left", "image.text")
 TEXT_SHIFT = 7  # S_IMG_TEXT follows text-likeness (of 256) at 1/128 a byte ...
 TEXT_MAX = 128 << 16  # ... (16 fraction bits): the model is silent above one half
 

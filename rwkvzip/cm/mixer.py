@@ -43,13 +43,17 @@ from rwkvzip.ops.jit import jit
 from rwkvzip.ops.mathf import log64, log_positive_array, sigmoid64, sigmoid64_vector
 from rwkvzip.ops.prefetch import prefetch
 
-# S slots of the mixer: the range context.py keeps for it in the context models' S array
-(S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
- S_ZS, S_GATE) = range(cx.S_MIXER, cx.S_MIXER + cx.N_S_MIXER)
+# The mixer's fields of the context models' state (context.STATE): its inputs, the network
+# input's kind, the bases in MX of its weights, APMs, inputs, ...;
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
 # S[S_CNT]: each weight set's update count (0: none, mix field set_decay)
-S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT = range(cx.S_MIXER2, cx.S_MIXER2 + 6)
+(S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
+ S_ZS, S_GATE, S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT) = cx.STATE.offsets(
+    "mixer.nin", "mixer.net", "mixer.w", "mixer.a1", "mixer.a2", "mixer.x", "mixer.dot",
+    "mixer.pm", "mixer.sum", "mixer.gm", "mixer.sm", "mixer.sel", "mixer.w2", "mixer.wf",
+    "mixer.zs", "mixer.gate", "mixer.a3", "mixer.a3_row", "mixer.w3", "mixer.wf3",
+    "mixer.zs3", "mixer.cnt")
 SSE2_BITS = cx.SSE2_BITS  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
 # S[cx.S_READY + R_... + i]: block i of the second and third mixers' weights, the second APM's
 # rows (by selector byte) and the order-2 APM's (by context) built (ready_rows)

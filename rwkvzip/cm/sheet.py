@@ -37,7 +37,7 @@ from rwkvzip.cm import context as cx
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
-# S slots (context.py reserves the range): on (the recipe has a sheet kind), where the next
+# fields of context.STATE: on (the recipe has a sheet kind), where the next
 # record starts (-1: no chain followed), the current record's start, the one before's, the
 # current type, its column (-1 until read) and the last cell's, records followed, the
 # selector (below; -1 while no chain is followed); the expected byte's: on (mix field
@@ -45,16 +45,16 @@ from rwkvzip.ops.jit import jit
 # base in CT; then the column memory
 (S_SH_ON, S_SH_NEXT, S_SH_START, S_SH_PREV, S_SH_TYPE, S_SH_COL, S_SH_LAST_COL,
  S_SH_RECORDS, S_SH_SEL, S_SH_X_ON, S_SH_X_BYTE, S_SH_X_COUNTER, S_SH_X_HITS,
- S_SH_X_BASE) = range(cx.S_SHEET, cx.S_SHEET + 14)
+ S_SH_X_BASE) = cx.STATE.offsets(*(f"sheet.{name}" for name in (
+    "on", "next", "start", "prev", "type", "col", "last_col", "records", "sel", "x_on",
+    "x_byte", "x_counter", "x_hits", "x_base")))
 CELL_BYTES = cx.SHEET_CELL_BYTES  # offsets of a cell record kept per column
 COLUMNS = cx.SHEET_COLUMNS
 # S[S_SH_CELLS + 16 * (column & 255) + o]: the column's last cell's byte o; at S_SH_CELLS2
 # the cell's before it; at S_SH_HITS whether the expected bytes there were right (2 bits);
 # S[S_SH_SUCC + (column & 255)]: the column of the cell that came after it last (-1: none)
-S_SH_CELLS = cx.S_SHEET + 16
-S_SH_CELLS2 = S_SH_CELLS + COLUMNS * CELL_BYTES
-S_SH_HITS = S_SH_CELLS2 + COLUMNS * CELL_BYTES
-S_SH_SUCC = S_SH_HITS + COLUMNS * CELL_BYTES
+S_SH_CELLS, S_SH_CELLS2, S_SH_HITS, S_SH_SUCC = cx.STATE.offsets(
+    "sheet.cells", "sheet.cells2", "sheet.hits", "sheet.succ")
 # the expected byte's counters: by offset (< CELL_BYTES), the type's low 3 bits, whether
 # the cell before the last is known, and the hit history
 EXPECT_COUNTERS = CELL_BYTES * 8 * 2 * 4

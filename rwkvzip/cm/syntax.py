@@ -40,11 +40,12 @@ from rwkvzip.cm import image, sheet
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
-# S slots (context.py reserves the range): on (the recipe's mix field syntax), the
+# fields of context.STATE: on (the recipe's mix field syntax), the
 # punctuation path (its last four bytes, the last one lowest), the current token's hash and
 # its length; then the nesting's (mix field nest): on, the bracket depth, a " open
 (S_SY_ON, S_SY_PATH, S_SY_TOKEN, S_SY_LENGTH, S_SY_NEST_ON, S_SY_DEPTH,
- S_SY_QUOTE) = range(cx.S_SYNTAX, cx.S_SYNTAX + 7)
+ S_SY_QUOTE) = cx.STATE.offsets(*(f"syntax.{name}" for name in (
+    "on", "path", "token", "length", "nest_on", "depth", "quote")))
 NEST_CAP = 7  # deeper brackets share the depth's context
 PATH_MASK = 0xFFFFFFFF  # four bytes of punctuation
 LENGTH_CAP = 15  # token lengths above this share a context
