@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rwkvzip import priors
-from rwkvzip.coding import blocks, container, eol
+from rwkvzip.coding import blocks, container, eol, snapshot
 from rwkvzip.coding.codec import Predictor, network_bytes
 from rwkvzip.coding.coder import CoderError
 from rwkvzip.coding.container import FormatError
@@ -84,10 +84,11 @@ def new_predictor(recipe: Recipe, given: Prior | None = None) -> Predictor:
 
 def start_predictor(recipe: Recipe, prior: Prior | None) -> Predictor:
     """The predictor at a stream's start: the prior's weights, then its dictionary learnt
-    (exactly as if coded), so encoder and decoder both begin after it."""
+    (exactly as if coded), so encoder and decoder both begin after it. The dictionary is
+    learnt once per process and its state copied into each new predictor (snapshot.py)."""
     predictor = Predictor(recipe, None if prior is None else prior.W)
-    if prior is not None and prior.dictionary:  # as the frames show text: LF line ends (eol)
-        predictor.learn_frame(eol.strip(prior.dictionary) if recipe.eol else prior.dictionary)
+    if prior is not None and prior.dictionary:
+        snapshot.dictionary_state(recipe, prior, predictor).restore(predictor)
     return predictor
 
 

@@ -134,6 +134,11 @@ class Predictor:
         (coder.take_byte); the bytes advanced over."""
         raise NotImplementedError
 
+    def state_arrays(self) -> list[np.ndarray]:
+        """Every array the block kernel is given, once each, in a fixed order: the model's
+        whole state (what coding changes), which coding/snapshot.py keeps and restores."""
+        raise NotImplementedError
+
 
 def training_mode(recipe: Recipe) -> int:
     """The stepper's mode (stepper.MODE_*) a network recipe runs in."""
@@ -301,6 +306,9 @@ class NetworkPredictor(Predictor):
         run, arrays = self.kernel()
         return run(block, rows, io, False, *arrays, decoder)
 
+    def state_arrays(self) -> list[np.ndarray]:
+        return _unique_arrays(self.kernel()[1])
+
 
 class CountsPredictor(Predictor):
     """Count models of several orders and a match model, linearly mixed (recipe `counts`)."""
@@ -317,6 +325,26 @@ class CountsPredictor(Predictor):
     def advance(self, block: np.ndarray, rows: np.ndarray, io: int, decoder: tuple) -> int:
         a = self.arrays
         return counts.run(block, rows, io, a.C, a.S, a.W, a.HB, decoder)
+
+    def state_arrays(self) -> list[np.ndarray]:
+        a = self.arrays
+        return _unique_arrays((a.C, a.S, a.W, a.HB))
+
+
+def _unique_arrays(bundles: tuple) -> list[np.ndarray]:
+    """The arrays in nested tuples, depth first, each once (bundles share some)."""
+    out: list[np.ndarray] = []
+    seen: set[int] = set()
+    stack = [bundles]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, np.ndarray):
+            if id(item) not in seen:
+                seen.add(id(item))
+                out.append(item)
+        elif isinstance(item, tuple):
+            stack.extend(reversed(item))
+    return out
 
 
 def warm_up(recipe: Recipe, decoding: bool = True) -> None:
