@@ -85,8 +85,10 @@ def table_size() -> int:
     return (ALPHABET << ROW_BITS) + INPUTS * 2 * ALPHABET
 
 
-def place_tables(S: np.ndarray, base: int) -> None:
-    """The counts at `base` in CT, the subtree sums after them (table_size in all)."""
+def start_state(S: np.ndarray, on: bool, base: int) -> None:
+    """The model's fields of a new stream's state (mix field delta): the counts at `base` in
+    CT, the subtree sums after them (table_size in all)."""
+    S[S_DL_ON] = int(on)
     S[S_DL_BASE] = base
     S[S_DL_T] = base + (ALPHABET << ROW_BITS)
 

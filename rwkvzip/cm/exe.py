@@ -64,6 +64,17 @@ from rwkvzip.ops.jit import jit
  S_EXE_RUN, S_EXE_CALLS, S_EXE_WORDS, S_EXE_CALL_AT) = cx.STATE.offsets(*(
     f"exe.{name}" for name in ("on", "control", "sel", "phase", "seen", "run_phase", "run_end",
                                "run", "calls", "words", "call_at")))
+
+
+def start_state(S: np.ndarray, on: bool, calls: bool, words: bool) -> None:
+    """The model's fields of a new stream's state: not live, no words seen (the mix fields
+    exe, exe_calls and exe_words)."""
+    S[S_EXE_ON] = int(on)
+    S[S_EXE_SEL] = S[S_EXE_SEEN] = S[S_EXE_CALL_AT] = -1
+    S[S_EXE_CALLS] = int(calls)
+    S[S_EXE_WORDS] = int(words)
+
+
 CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte (~32 bytes' memory)
 CONTROL_ONE = 1 << 16  # a control byte's weight (fixed point)
 LIVE_CONTROL = 6  # live from one control byte in 6 (the average's steady state is 32x it)

@@ -59,6 +59,14 @@ def table_size() -> int:
     return sum(1 << b for b in TEMPLATE_BITS)
 
 
+def start_state(S: np.ndarray, on: bool, base: int) -> None:
+    """The model's fields of a new stream's state (mix field image): its counters at `base`
+    in CT, and text so far (silent until the data stops looking like text)."""
+    S[S_IMG_ON] = int(on)
+    S[S_IMG_BASE] = base
+    S[S_IMG_TEXT] = TEXT_MAX * 2
+
+
 # MX: the two mixers' weight sets, the final mixer's 8 x 2 weights, the switch's 8 x 2
 # weights (by bit position) and the main mixer's logit at each node (for the switch to learn)
 M_FINAL = (SETS1 + SETS2) * N_IN

@@ -181,24 +181,15 @@ class MixArrays:
         S[cx.S_REC_ON] = int(cfg.image or cfg.delta
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
-        S[sheet.S_SH_ON] = int(sheet.enabled(cfg.orders))
-        S[sheet.S_SH_NEXT] = S[sheet.S_SH_COL] = S[sheet.S_SH_LAST_COL] = -1
-        S[sheet.S_SH_CELLS:sheet.S_SH_HITS] = -1  # both cells of every column unknown
-        S[sheet.S_SH_SUCC:sheet.S_SH_SUCC + sheet.COLUMNS] = -1
-        S[sheet.S_SH_X_ON] = int(cfg.sheet_expect)
-        S[sheet.S_SH_X_BYTE] = -1
-        S[exe.S_EXE_ON] = int(cfg.exe)
-        S[exe.S_EXE_SEL] = S[exe.S_EXE_SEEN] = S[exe.S_EXE_CALL_AT] = -1
-        S[exe.S_EXE_CALLS] = int(cfg.exe_calls)
-        S[exe.S_EXE_WORDS] = int(cfg.exe_words)
-        S[image.S_IMG_ON] = int(cfg.image)
-        S[image.S_IMG_BASE] = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
-        S[image.S_IMG_TEXT] = image.TEXT_MAX * 2  # a stream starts as text (silent)
-        S[sheet.S_SH_X_BASE] = S[image.S_IMG_BASE] + image.table_size() * cfg.image
-        S[delta.S_DL_ON] = int(cfg.delta)
-        S[syntax.S_SY_ON] = int(cfg.syntax)
-        S[syntax.S_SY_NEST_ON] = int(cfg.nest)
-        delta.place_tables(S, S[sheet.S_SH_X_BASE] + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
+        # each model's fields, and where its tables go in CT: after the match counters the
+        # image model's, the sheet's expected bytes' counters, the delta model's
+        image_base = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
+        expect_base = image_base + image.table_size() * cfg.image
+        image.start_state(S, cfg.image, image_base)
+        sheet.start_state(S, cfg.orders, cfg.sheet_expect, expect_base)
+        exe.start_state(S, cfg.exe, cfg.exe_calls, cfg.exe_words)
+        delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
+        syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
         self.HB = memory.zeros(1 << cfg.match_bits, np.uint8)

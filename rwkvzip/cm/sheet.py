@@ -72,6 +72,18 @@ def enabled(orders) -> bool:
     return any(cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT for k in orders)
 
 
+def start_state(S: np.ndarray, orders: tuple[int, ...], expect: bool, expect_base: int) -> None:
+    """The model's fields of a new stream's state: no record chain followed, no column or
+    cell known; the expected byte's input on with `expect`, its counters at expect_base."""
+    S[S_SH_ON] = int(enabled(orders))
+    S[S_SH_NEXT] = S[S_SH_COL] = S[S_SH_LAST_COL] = -1
+    S[S_SH_CELLS:S_SH_HITS] = -1  # both cells of every column unknown
+    S[S_SH_SUCC:S_SH_SUCC + COLUMNS] = -1
+    S[S_SH_X_ON] = int(expect)
+    S[S_SH_X_BYTE] = -1
+    S[S_SH_X_BASE] = expect_base
+
+
 @jit
 def byte_at(HB, hmask, i):
     return np.int64(HB[i & hmask])

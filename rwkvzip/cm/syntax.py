@@ -35,6 +35,8 @@ Everything is integer.
 
 from __future__ import annotations
 
+import numpy as np
+
 from rwkvzip.cm import context as cx
 from rwkvzip.cm import image, sheet
 from rwkvzip.cm.history import hash32
@@ -56,6 +58,12 @@ FIRST_KIND, LAST_KIND = KINDS[0], KINDS[-1]  # consecutive codes
 def enabled(orders: tuple[int, ...]) -> bool:
     """Whether a recipe's orders have the slots the model takes."""
     return all(k in orders for k in KINDS)
+
+
+def start_state(S: np.ndarray, on: bool, nest: bool) -> None:
+    """The model's fields of a new stream's state (mix fields syntax and nest)."""
+    S[S_SY_ON] = int(on)
+    S[S_SY_NEST_ON] = int(nest)
 
 
 def nest_enabled(orders: tuple[int, ...]) -> bool:
