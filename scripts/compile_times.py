@@ -4,9 +4,11 @@ turn; total: with them) and how many times it was compiled (once per type signat
 form: a count above 1 is a function typed by two kinds of argument, or one that Python
 calls and other kernels call too, ops/callee.py).
 
-    python scripts/compile_times.py [--level 4] [--decode] [--top 25] [--json OUT]
+    python scripts/compile_times.py [--level 4] [--decode] [--file F] [--top 25] [--json OUT]
 
-The level codes a few KB of alice29.txt (and decodes them with --decode) in this process,
+The level codes a few KB (of F, by default the golden input the package ships, which holds
+text, a bitmap, a worksheet and code: every model speaks) and decodes them with --decode, in
+this process,
 with numba's compile events recorded; a fresh NUMBA_CACHE_DIR is set before rwkvzip loads,
 so nothing comes from an earlier run.
 """
@@ -21,9 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import CORPUS
-
-SAMPLE = CORPUS / "canterbury" / "alice29.txt"
+SAMPLE = Path(__file__).resolve().parents[1] / "rwkvzip" / "golden" / "input-exe.bin"
 
 
 def record_compiles() -> list[dict]:
@@ -80,13 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--level", type=int, default=4)
     ap.add_argument("--decode", action="store_true", help="decode too (its kernels)")
-    ap.add_argument("--bytes", type=int, default=3000, help="bytes of alice29.txt coded")
+    ap.add_argument("--file", type=Path, default=SAMPLE, help="the data coded (its start)")
+    ap.add_argument("--bytes", type=int, default=3000, help="bytes of the file coded")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     if "rwkvzip" in sys.modules:
         raise SystemExit("compile_times: run it in a fresh process (rwkvzip is loaded)")
-    report = measure(args.level, args.decode, SAMPLE.read_bytes()[:args.bytes])
+    report = measure(args.level, args.decode, args.file.read_bytes()[:args.bytes])
     print(f"level {report['level']}: {report['wall_s']:.1f} s, {report['compiled']} "
           f"compilations, {report['compile_s']:.1f} s compiling")
     print(f"{'self s':>8} {'total s':>8} {'times':>5}  kernel")

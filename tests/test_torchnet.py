@@ -10,13 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch  # the test extra installs it
+from test_prior_scripts import GDN_TINY, tiny_corpus
 
-torch = pytest.importorskip("torch")
-
-from test_prior_scripts import GDN_TINY, tiny_corpus  # noqa: E402
-
-from rwkvzip import corpus, priors, training  # noqa: E402
-from rwkvzip.recipe import Recipe  # noqa: E402
+from rwkvzip import corpus, priors, training
+from rwkvzip.recipe import Recipe
 
 from conftest import load_script  # noqa: E402
 
