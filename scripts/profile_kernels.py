@@ -13,8 +13,8 @@ cache (measured here, `peak`: the best of PEAK_ROUNDS runs just before each netw
 table, since this kind of machine's speed drifts by a fifth within minutes and a peak
 caught in a slow moment would flatter every ratio); elementwise work (transcendentals,
 norms) counts one FLOP an element, so its floor is small and its ratio shows how far the
-scalar code is from the machine. The parts and the whole forward run under the newest
-numeric contract (3: the exponentials in float32 lanes). The level rows run the real codec
+scalar code is from the machine. The parts and the whole forward run under the numeric
+contract (3: the exponentials in float32 lanes). The level rows run the real codec
 (Predictor) on FILE (the first N bytes of alice29.txt by default): the context models and
 mixer alone (`net=0`), the frozen network mixed in (the default level), the highest level
 whose network learns (`-9` since mix-v58 froze `-7`) mixed and alone, frozen and training
@@ -564,7 +564,7 @@ def backward_flops(arch: str, cfg) -> list[tuple[int, int]]:
 
 
 def profile_backward(model, W, state, tr, data: np.ndarray, peak: float) -> list[dict]:
-    """The backward step by part, on the learning levels' settings (numeric contract 2, the
+    """The backward step by part, on the learning levels' settings (float32 sums, the
     matrices' output-major twins, their gradients recorded), after a forward over `data`."""
     I = model.index
     arch = "rwkv7" if model.arch_id == 0 else "gdn"

@@ -1,5 +1,5 @@
-"""The deterministic transcendental functions against numpy (float64), and against numeric
-contract 1's exponential written out in plain Python (the bits every released card uses)."""
+"""The deterministic transcendental functions against numpy (float64), and against the
+float64 exponential written out in plain Python (the bits the mixer's squash uses)."""
 
 import math
 
@@ -22,7 +22,7 @@ CASES = [
 
 
 def contract_exp(x: float) -> float:
-    """exp64 as contract 1 defined it (branches and a power-of-two table), in Python floats:
+    """exp64 as it is defined (branches and a power-of-two table), in Python floats:
     IEEE double operations in the same order, no fused multiply-add."""
     x = min(x, mathf.EXP_MAX)
     if x < mathf.EXP_MIN:
@@ -176,7 +176,7 @@ def test_float32_lanes_are_contract_3_and_accurate():
 
 def test_matvec_sums_each_output_in_input_order_bit_for_bit():
     """matvec adds eight inputs a sweep over y: every output must still be the float32 sum
-    of its products in input order (contract 1), whatever n_in's remainder."""
+    of its products in input order, whatever n_in's remainder."""
     from rwkvzip.ops.jit import jit
     from rwkvzip.ops.linalg import MATVEC_JAM, matvec
 
