@@ -12,11 +12,13 @@ Used like the standard library's gzip and lzma modules:
 
 import importlib
 
+from rwkvzip import fsspec
 from rwkvzip._numba_cache import configure_numba_cache
 
 __version__ = "1.0.0"
 
 configure_numba_cache(__version__)
+fsspec.register()  # fsspec opens .rwkz files, where it is installed
 
 # The public names load their modules (and numba) on first use, so the command line starts
 # fast for --help and argument errors.

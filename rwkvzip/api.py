@@ -56,7 +56,7 @@ def check_model_size(recipe: Recipe) -> None:
                           f"(limit {MAX_MODEL_BYTES >> 20} MiB)")
 
 
-def _choose_recipe(recipe: Recipe | None, level: int | Recipe | None) -> Recipe:
+def choose_recipe(recipe: Recipe | None, level: int | Recipe | None) -> Recipe:
     """The recipe of `level` or `recipe` (the default's without either). A Recipe in the
     level's place is the 0.x argument order, compress(data, recipe): taken as recipe=."""
     if isinstance(level, Recipe) and recipe is None:
@@ -121,17 +121,20 @@ class Compressor:
     level's own start; the stream's header records its digest, and decoding needs it.
     `threads` (0: one per core) codes independent blocks of `block_size` bytes in as many
     worker processes; the output depends on the block size only (blocks.block_size_for:
-    one block with one thread unless a size is given, else 16 MiB by default).
+    one block with one thread unless a size is given, else 16 MiB by default). `engine`
+    codes the blocks elsewhere instead (rwkvzip.dask.engine: a Dask cluster's workers).
     """
 
     def __init__(self, level: int | None = None, *, recipe: Recipe | None = None,
                  prior: PriorSource | None = None, progress: Progress | None = None,
-                 threads: int = 1, block_size: int | None = None):
-        recipe = _choose_recipe(recipe, level)
+                 threads: int = 1, block_size: int | None = None,
+                 engine: blocks.EngineFactory | None = None):
+        recipe = choose_recipe(recipe, level)
         given = _given_prior(prior)
         self.recipe = recipe if given is None else priors.with_prior(recipe, given)
         check_model_size(self.recipe)
-        self._block_size = blocks.block_size_for(threads, block_size)
+        _check_engine(threads, engine)
+        self._block_size = blocks.block_size_for(0 if engine else threads, block_size)
         threads = blocks.resolve_threads(threads)
         self._progress = progress
         self._pending = bytearray()
@@ -142,8 +145,8 @@ class Compressor:
             self.stats = Stats(members=1)
         else:
             priors.resolve(self.recipe, given)  # a missing prior is an error here, up front
-            self._blocks = blocks.Runner(threads, _compress_block, (self.recipe, given),
-                                         progress)
+            start = engine or blocks.local(threads)
+            self._blocks = start(_compress_block, (self.recipe, given), progress)
             self._blocks_put = 0
             self.stats = Stats()
 
@@ -398,11 +401,12 @@ def _read_full(f: BinaryIO, n: int) -> bytes:
 def compress_stream(fin: BinaryIO, fout: BinaryIO, level: int | None = None, *,
                     recipe: Recipe | None = None, prior: PriorSource | None = None,
                     threads: int = 1, block_size: int | None = None,
-                    progress: Progress | None = None) -> Stats:
+                    progress: Progress | None = None,
+                    engine: blocks.EngineFactory | None = None) -> Stats:
     """Compress everything readable from fin into one rwkvzip stream on fout (the arguments
     as Compressor's)."""
     comp = Compressor(level, recipe=recipe, prior=prior, progress=progress, threads=threads,
-                      block_size=block_size)
+                      block_size=block_size, engine=engine)
     try:
         fout.write(comp.compress(b""))
         while raw := _read_full(fin, container.MAX_FRAME):
@@ -414,12 +418,13 @@ def compress_stream(fin: BinaryIO, fout: BinaryIO, level: int | None = None, *,
 
 
 def decompress_stream(fin: BinaryIO, fout: BinaryIO, progress: Progress | None = None, *,
-                      prior: PriorSource | None = None, threads: int = 1) -> Stats:
+                      prior: PriorSource | None = None, threads: int = 1,
+                      engine: blocks.EngineFactory | None = None) -> Stats:
     """Decompress one or more concatenated rwkvzip streams from fin into fout; with
     `threads` (0: one per core) its members, the blocks of a file written with threads, are
-    decoded by as many worker processes."""
+    decoded by as many worker processes (with `engine`, by its workers)."""
     stats = Stats()
-    pieces = decoded_pieces(fin, progress, stats, prior=prior, threads=threads)
+    pieces = decoded_pieces(fin, progress, stats, prior=prior, threads=threads, engine=engine)
     with contextlib.closing(pieces):  # a failed write stops the workers at once
         for piece in pieces:
             fout.write(piece)
@@ -428,14 +433,22 @@ def decompress_stream(fin: BinaryIO, fout: BinaryIO, progress: Progress | None =
 
 def decoded_pieces(fin: BinaryIO, progress: Progress | None = None,
                    stats: Stats | None = None, *, prior: PriorSource | None = None,
-                   threads: int = 1) -> Iterator[bytes]:
-    """The decoded data of the members read from fin, piece by piece; with `threads`, the
-    members are decoded by worker processes (closing the iterator stops them)."""
+                   threads: int = 1, engine: blocks.EngineFactory | None = None
+                   ) -> Iterator[bytes]:
+    """The decoded data of the members read from fin, piece by piece; with `threads` or an
+    `engine`, the members are decoded by workers (closing the iterator stops them)."""
     stats = stats if stats is not None else Stats()
+    _check_engine(threads, engine)
     threads = blocks.resolve_threads(threads)
-    if threads == 1:
+    if threads == 1 and engine is None:
         return decompress_chunks(read_chunks(fin), progress, stats, prior)
-    return _decompress_blocks(_Pushback(fin), threads, progress, stats, prior)
+    return _decompress_blocks(_Pushback(fin), engine or blocks.local(threads), progress, stats,
+                              prior)
+
+
+def _check_engine(threads: int, engine: blocks.EngineFactory | None) -> None:
+    if engine is not None and threads != 1:
+        raise ValueError("give threads or an engine, not both (the engine has its workers)")
 
 
 def _compress_block(data: bytes, recipe: Recipe, given: Prior | None, *,
@@ -453,13 +466,14 @@ def _decompress_member(member: bytes, given: Prior | None, *,
     return b"".join(decompress_chunks([member], progress, stats, given)), stats
 
 
-def _decompress_blocks(reader: _Pushback, threads: int, progress: Progress | None,
-                       stats: Stats, prior: PriorSource | None) -> Iterator[bytes]:
+def _decompress_blocks(reader: _Pushback, engine: blocks.EngineFactory,
+                       progress: Progress | None, stats: Stats, prior: PriorSource | None
+                       ) -> Iterator[bytes]:
     """Members handed whole to the workers, output in order. A member too long to hold
     (blocks.MAX_PARALLEL_MEMBER), or whose framing is wrong, is decoded here as a stream
     once the members before it are out, so errors come where -T 1 meets them."""
     given = _given_prior(prior)
-    runner = blocks.Runner(threads, _decompress_member, (given,), progress)
+    runner = engine(_decompress_member, (given,), progress)
     first = True
     try:
         while (read := container.read_member(reader, first, blocks.MAX_PARALLEL_MEMBER)):
@@ -512,24 +526,26 @@ class _Pushback:
 
 def compress(data: bytes, level: int | None = None, *, recipe: Recipe | None = None,
              prior: PriorSource | None = None, threads: int = 1,
-             block_size: int | None = None) -> bytes:
+             block_size: int | None = None,
+             engine: blocks.EngineFactory | None = None) -> bytes:
     """Compress bytes in memory at a compression level 1 ... 9 (None: the default), or with
     a recipe; `prior`: a prior file's path or bytes to start the network from; `threads`,
-    `block_size`: independent blocks on several cores, as Compressor."""
+    `block_size`, `engine`: independent blocks on several cores, as Compressor."""
     comp = Compressor(level, recipe=recipe, prior=prior, threads=threads,
-                      block_size=block_size)
+                      block_size=block_size, engine=engine)
     try:
         return comp.compress(data) + comp.flush()
     finally:
         comp.close()
 
 
-def decompress(data: bytes, *, prior: PriorSource | None = None, threads: int = 1) -> bytes:
+def decompress(data: bytes, *, prior: PriorSource | None = None, threads: int = 1,
+               engine: blocks.EngineFactory | None = None) -> bytes:
     """Decompress bytes in memory (concatenated streams give concatenated data); `prior`:
     the prior file the data was compressed with, if it is not a shipped one; `threads`:
-    decode its blocks on as many cores (0: one per core)."""
-    if blocks.resolve_threads(threads) == 1:
+    decode its blocks on as many cores (0: one per core), or `engine`'s workers."""
+    if blocks.resolve_threads(threads) == 1 and engine is None:
         return b"".join(decompress_chunks([bytes(data)], prior=prior))
     out = io.BytesIO()
-    decompress_stream(io.BytesIO(data), out, prior=prior, threads=threads)
+    decompress_stream(io.BytesIO(data), out, prior=prior, threads=threads, engine=engine)
     return out.getvalue()

@@ -140,6 +140,10 @@ THREADS = click.option("-T", "--threads", type=click.IntRange(min=0), default=1,
 BLOCKS = click.option("--block-size", metavar="SIZE", callback=_block_size,
                       help="Cut the input into independent blocks of SIZE bytes (e.g. 4M; "
                            "default with -T other than 1: 16M; with -T 1: one block).")
+SCHEDULER = click.option("--scheduler", metavar="ADDRESS",
+                         help="Code the blocks on the workers of this Dask scheduler (e.g. "
+                              "tcp://host:8786; pip install 'rwkvzip[dask]'); the output is "
+                              "-T's for the same --block-size.")
 PRIOR = click.option("-D", "--prior", metavar="FILE",
                      help="Start the network from this prior file (made by 'rwkvzip train'); "
                           "decompressing needs the same file.")
@@ -160,14 +164,14 @@ FILES = click.argument("files", nargs=-1, metavar="[FILE]...")
 
 
 def _run(mode: str, files, stdout=False, output=None, force=False, verbose=False, quiet=False,
-         prior=None, threads=1, block_size=None, **recipe_options) -> int:
+         prior=None, threads=1, block_size=None, scheduler=None, **recipe_options) -> int:
     from rwkvzip import commands
 
     meta = click.get_current_context().meta
     options = commands.Options(
         stdout=stdout, output=output, keep=meta.get("keep", True), force=force,
         verbose=verbose, quiet=quiet, level=meta.get("level"), prior=prior, threads=threads,
-        block_size=block_size,
+        block_size=block_size, scheduler=scheduler,
         recipe_options=recipe_options)  # whatever RECIPE declares, passed to with_overrides
     return commands.run(meta.get("mode", mode), list(files), options)
 
@@ -190,6 +194,7 @@ def cli() -> None:
 @LEVEL
 @PRIOR
 @THREADS
+@SCHEDULER
 @BLOCKS
 @RECIPE
 def compress(files, **options) -> int:
@@ -204,6 +209,7 @@ def compress(files, **options) -> int:
 @FEEDBACK
 @PRIOR
 @THREADS
+@SCHEDULER
 def decompress(files, **options) -> int:
     """Decompress each FILE.rwkz (or stdin) to FILE (or stdout)."""
     return _run("decompress", files, **options)
@@ -215,6 +221,7 @@ def decompress(files, **options) -> int:
 @FEEDBACK
 @PRIOR
 @THREADS
+@SCHEDULER
 def test(files, **options) -> int:
     """Decode each FILE and check it; writes nothing."""
     return _run("test", files, **options)
@@ -279,6 +286,7 @@ def selftest(verbose: bool) -> int:
 @LEVEL
 @PRIOR
 @THREADS
+@SCHEDULER
 @BLOCKS
 @RECIPE
 @click.version_option(__version__, "-V", "--version", prog_name="rwkvzip")

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from rwkvzip import feedback
+from rwkvzip.coding.blocks import EngineError
 from rwkvzip.fileio import (
     SUFFIX,
     UserError,
@@ -25,6 +26,7 @@ from rwkvzip.fileio import (
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_WARNING = 0, 1, 2
+CONNECT_SECONDS = 10  # --scheduler: how long to try to reach the scheduler
 COMPRESS, DECOMPRESS, TEST, LIST = "compress", "decompress", "test", "list"
 STDIN = "-"
 
@@ -41,6 +43,7 @@ class Options:
     prior: str | None = None  # -D FILE: the prior to compress with, or to decode with
     threads: int = 1  # -T N (0: one per core)
     block_size: int | None = None  # --block-size (None: blocks.block_size_for's default)
+    scheduler: str | None = None  # --scheduler ADDRESS: blocks coded on a Dask cluster
     recipe_options: dict = field(default_factory=dict)  # --arch, --hidden, ... (None: keep)
 
 
@@ -97,15 +100,20 @@ class Run:
         self.totals = None  # -l over several files
         self.prior = _prior(options)
         self.recipe = _recipe(options, self.prior) if mode == COMPRESS else None
+        self.engine = _cluster(options)
         self._warm: set[tuple] = set()  # (recipe, compressing) whose kernels are ready
 
     # -- the whole command -------------------------------------------------------------------
 
     def run(self, files: list[str]) -> int:
         files = files or [STDIN]
-        self._check_up_front(files)
-        for path in files:
-            self._one(path)
+        try:
+            self._check_up_front(files)
+            for path in files:
+                self._one(path)
+        finally:
+            if self.engine is not None:
+                self.engine.client.close()
         if self.mode == LIST and self.totals is not None and len(files) > 1:
             self._list_row(self.totals, "-", "(totals)")
         return EXIT_ERROR if self.errors else EXIT_WARNING if self.warnings else EXIT_OK
@@ -148,6 +156,8 @@ class Run:
             self._error(f"{exc.filename or _display(path)}: {exc.strerror or exc}")
         except MemoryError:
             self._error(f"{_display(path)}: out of memory")
+        except EngineError as exc:
+            self._error(f"{_display(path)}: {exc}")
         except ValueError as exc:  # FormatError, RecipeError, ModelFileError
             self._error(f"{_display(path)}: {exc}")
 
@@ -191,7 +201,7 @@ class Run:
                        compress_stream(fin, fout, recipe=self.recipe, prior=self.prior,
                                        threads=self.options.threads,
                                        block_size=self.options.block_size,
-                                       progress=progress),
+                                       progress=progress, engine=self.engine),
                        compressing=True)
 
     def _decompress(self, path: str) -> None:
@@ -208,7 +218,7 @@ class Run:
             total = _raw_size(path)
         self._transfer(path, out, total, lambda fin, fout, progress:
                        decompress_stream(fin, fout, progress, prior=self.prior,
-                                         threads=self.options.threads),
+                                         threads=self.options.threads, engine=self.engine),
                        compressing=False)
 
     def _transfer(self, path: str, out: str | None, total: int | None, work,
@@ -247,7 +257,7 @@ class Run:
             with feedback.progress_bar(total, os.path.basename(path),
                                        self._bar_enabled()) as bar:
                 decompress_stream(fin, _Null(), bar, prior=self.prior,
-                                  threads=self.options.threads)
+                                  threads=self.options.threads, engine=self.engine)
 
     def _list(self, path: str) -> None:
         from rwkvzip import listing
@@ -287,7 +297,9 @@ class Run:
 
         recipe = self.recipe if compressing else _peek_recipe(fin)
         key = (recipe.to_json() if recipe else None, compressing)
-        if recipe is None or key in self._warm:
+        if recipe is None or key in self._warm or (compressing and self.engine is not None):
+            # (a cluster's workers do all the compressing; a decoder may decode a long
+            # member here)
             return 0.0
         self._warm.add(key)
         with feedback.compile_notice(self._bar_enabled()) as took:
@@ -296,6 +308,26 @@ class Run:
 
     def _bar_enabled(self) -> bool:
         return feedback.show_progress(self.options.quiet)
+
+
+def _cluster(options: Options):
+    """The engine of --scheduler: a client of that Dask scheduler (None without it)."""
+    if options.scheduler is None:
+        return None
+    if options.threads != 1:
+        raise UserError("use either -T or --scheduler, not both")
+    try:
+        from distributed import Client
+
+        from rwkvzip.dask import engine
+    except ImportError:
+        raise UserError("--scheduler needs Dask: pip install 'rwkvzip[dask]'") from None
+    try:
+        client = Client(options.scheduler, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UserError(f"cannot reach the Dask scheduler at {options.scheduler}: "
+                        f"{exc}") from None
+    return engine(client)
 
 
 def _peek_recipe(fin):

@@ -8,6 +8,7 @@ import os
 from typing import BinaryIO
 
 from rwkvzip import api
+from rwkvzip.coding.blocks import EngineFactory
 from rwkvzip.recipe import Recipe
 
 _READ, _WRITE = "r", "w"
@@ -16,8 +17,9 @@ _READ, _WRITE = "r", "w"
 class _DecodingReader(io.RawIOBase):
     """Raw reader of the data of every member in a binary file (used under a BufferedReader)."""
 
-    def __init__(self, fp: BinaryIO, prior: api.PriorSource | None, threads: int):
-        self._pieces = api.decoded_pieces(fp, prior=prior, threads=threads)
+    def __init__(self, fp: BinaryIO, prior: api.PriorSource | None, threads: int,
+                 engine: EngineFactory | None):
+        self._pieces = api.decoded_pieces(fp, prior=prior, threads=threads, engine=engine)
         self._left = b""
 
     def close(self) -> None:
@@ -45,14 +47,14 @@ class RwkvzipFile(io.BufferedIOBase):
     `filename` is a path or a binary file object. Modes: "r"/"rb" read; "w"/"wb" write,
     "x"/"xb" create, "a"/"ab" append (a new member: reading gives the concatenated data).
     `level` (1 ... 9) or `recipe` choose how data is compressed when writing, `block_size`
-    the blocks of a threaded write; `prior` and `threads` apply as in api.compress and
-    api.decompress.
+    the blocks of a threaded write; `prior`, `threads` and `engine` apply as in api.compress
+    and api.decompress.
     """
 
     def __init__(self, filename: str | bytes | os.PathLike | BinaryIO, mode: str = "r",
                  level: int | None = None, *, recipe: Recipe | None = None,
                  prior: api.PriorSource | None = None, threads: int = 1,
-                 block_size: int | None = None):
+                 block_size: int | None = None, engine: EngineFactory | None = None):
         self._fp: BinaryIO | None = None
         if mode not in ("r", "rb", "w", "wb", "x", "xb", "a", "ab"):
             raise ValueError(f"invalid mode: {mode!r}")
@@ -62,7 +64,8 @@ class RwkvzipFile(io.BufferedIOBase):
             raise ValueError("level, recipe and block_size only apply when writing")
         if self._mode == _WRITE:  # a bad level or recipe fails before a file is touched
             self._compressor = api.Compressor(level, recipe=recipe, prior=prior,
-                                              threads=threads, block_size=block_size)
+                                              threads=threads, block_size=block_size,
+                                              engine=engine)
         if isinstance(filename, (str, bytes, os.PathLike)):
             self._fp = builtins.open(filename, mode[0] + "b")  # noqa: SIM115 - see close()
             self._close_fp = True
@@ -73,7 +76,8 @@ class RwkvzipFile(io.BufferedIOBase):
             raise TypeError("filename must be a str, bytes, os.PathLike or file object")
         self._pos = 0
         if self._mode == _READ:
-            self._buffer = io.BufferedReader(_DecodingReader(self._fp, prior, threads))
+            self._buffer = io.BufferedReader(_DecodingReader(self._fp, prior, threads,
+                                                                  engine))
 
     def _check(self, mode: str) -> None:
         if self.closed:
@@ -160,13 +164,14 @@ class RwkvzipFile(io.BufferedIOBase):
 def open(filename: str | bytes | os.PathLike | BinaryIO, mode: str = "rb",
          level: int | None = None, *, recipe: Recipe | None = None,
          prior: api.PriorSource | None = None, threads: int = 1,
-         block_size: int | None = None, encoding: str | None = None,
+         block_size: int | None = None, engine: EngineFactory | None = None,
+         encoding: str | None = None,
          errors: str | None = None, newline: str | None = None
          ) -> RwkvzipFile | io.TextIOWrapper:
     """Open an rwkvzip file in binary ("rb", "wb", "xb", "ab") or text ("rt", "wt", "xt",
     "at") mode, like gzip.open; text mode wraps the file in an io.TextIOWrapper."""
     options = {"recipe": recipe, "prior": prior, "threads": threads,
-               "block_size": block_size}
+               "block_size": block_size, "engine": engine}
     if "t" in mode:
         if "b" in mode:
             raise ValueError(f"invalid mode: {mode!r}")

@@ -18,7 +18,8 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 Progress = Callable[[int], None]
 Job = Callable[..., Any]  # job(arg, *context, progress=...) -> result, a module-level function
@@ -66,6 +67,37 @@ def parse_size(text: str) -> int:
     if match is None:
         raise ValueError(f"not a size: {text!r} (e.g. 4M, 512KiB, 1G)")
     return int(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+class EngineError(RuntimeError):
+    """An engine failed to code a block for a reason of its own (a worker of a cluster died,
+    its task was cancelled); the job's own errors come through as they are."""
+
+
+class Engine(Protocol):
+    """Where the blocks are coded: `put` jobs, get their results back in order. Runner below
+    uses this machine's cores; rwkvzip.dask's engine a Dask cluster's workers."""
+
+    def put(self, arg) -> list:
+        """Queue one job; the results that had to finish first, oldest first."""
+
+    def drain(self) -> list:
+        """Every result not yet returned, in order (the engine stays for more)."""
+
+    def finish(self) -> list:
+        """Every remaining result, in order; then the engine is done."""
+
+    def close(self) -> None:
+        """Stop every job still running (also on errors and Ctrl-C)."""
+
+
+# engine_factory(job, context, progress) -> Engine: how a compressor or decoder starts one
+EngineFactory = Callable[[Job, tuple, "Progress | None"], Engine]
+
+
+def local(threads: int) -> EngineFactory:
+    """The engine of `-T threads`: worker processes on this machine (Runner)."""
+    return partial(Runner, threads)
 
 
 # -- worker side --------------------------------------------------------------------------------
