@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from rwkvzip.coding import blocks  # noqa: E402
 from rwkvzip.numcodecs import Rwkvzip  # noqa: E402
-from rwkvzip.recipe import DEFAULT_LEVEL, level_recipe  # noqa: E402
+from rwkvzip.recipe import DEFAULT_LEVEL, LEVELS  # noqa: E402
 
 FIRST_CHUNK = """
 import sys, time
@@ -85,7 +85,7 @@ def measure(path: Path | None, levels: list[int], sizes: list[int], repeat: int)
             row["start_up_share"] = start_up["encode_ms"] / row["encode_ms"]
             row["encode_kb_s"] = row["bytes"] / 1e3 / (row["encode_ms"] / 1e3)
             row["decode_kb_s"] = row["bytes"] / 1e3 / (row["decode_ms"] / 1e3)
-        result["levels"].append({"level": level, "card": level_recipe(level).name,
+        result["levels"].append({"level": level, "card": LEVELS[level],
                                  "first_chunk_s": first_chunk_seconds(level), "rows": rows})
         print(markdown_level(result["levels"][-1]), flush=True)
     return result
