@@ -757,10 +757,11 @@ def paired_kernel_times(first: Recipe, second: Recipe, data: bytes,
 
 
 def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
-    """µs a byte the decoder spends outside the model, measured directly (decode minus
+    """µs a byte the coder costs outside the model, measured directly (decode minus
     kernels would drown it in the model's own run-to-run noise): the range decoder, inside
-    the kernel, decoding each byte from the real rows the encoder coded with; and the
-    Python call into the kernel, once a block of ENCODE_BLOCK bytes, a byte's share."""
+    the kernel, decoding each byte from the real rows the encoder coded with; the Python
+    call into the kernel, once a block of ENCODE_BLOCK bytes, a byte's share; and the
+    batched range encoders, constriction's and its numba twin's (the same bytes)."""
     prior = priors.resolve(recipe)
     pred = Predictor(recipe, None if prior is None else prior.W)
     buf = np.frombuffer(data, dtype=np.uint8).copy()
@@ -768,9 +769,19 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
     for block, block_rows in zip(frame_blocks(buf), frame_blocks(rows), strict=True):
         pred.run_block(block, block_rows)
     symbols = pred.symbols(buf)
-    enc = coder.new_encoder()
-    coder.encode_rows(symbols, rows, enc)
-    payload = coder.finish(enc)
+    encode_s, payloads = {}, {}
+    for name, encoder in (("constriction", coder.ConstrictionEncoder),
+                          ("twin", coder.TwinEncoder)):
+        coder.TwinEncoder().encode_rows(symbols[:1], rows[:1])  # compiled before the clock
+        enc = encoder()
+        t = time.perf_counter()
+        for block, block_rows in zip(frame_blocks(symbols), frame_blocks(rows), strict=True):
+            enc.encode_rows(block, block_rows)
+        payloads[name] = enc.finish()
+        encode_s[name] = time.perf_counter() - t
+    payload = payloads["constriction"]
+    if payloads["twin"] != payload:
+        raise SystemExit("profile: the twin encoder wrote other bytes than constriction")
     out = np.empty(len(buf), dtype=np.int64)
     loop_decode(rows[:1], *coder.new_decoder(payload), out[:1])  # compiled before the clock
     words, state = coder.new_decoder(payload)
@@ -784,7 +795,8 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
     for _ in range(calls):
         pred.advance(empty, pred._no_rows, coder.DECODE, pred._no_decoder)
     call = (time.perf_counter() - t) / calls / ENCODE_BLOCK
-    return {"call": call * 1e6, "coder": coding / len(buf) * 1e6}
+    return {"call": call * 1e6, "coder": coding / len(buf) * 1e6,
+            **{f"encode_{name}": s / len(buf) * 1e6 for name, s in encode_s.items()}}
 
 
 def tbptt_parts(recipe: Recipe, data: bytes) -> dict[str, float]:
@@ -874,6 +886,9 @@ def profile_levels(data: bytes) -> list[dict]:
          overhead["call"]),
         ("decoder: range decoding of one byte, inside the kernel", overhead["coder"]),
         ("decoder overhead outside the model (the two)", overhead["call"] + overhead["coder"]),
+        ("encoder: constriction's range encoder, batched, a byte",
+         overhead["encode_constriction"]),
+        ("encoder: its numba twin (Linux on ARM), batched, a byte", overhead["encode_twin"]),
         (f"{tag} level (prior adapting by TBPTT, mixed), kernels", whole_top),
         (f"{tag}'s network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
          frozen_top),

@@ -71,7 +71,7 @@ def test_decoder_overhead_is_measured_outside_the_model(profile):
                                                 mlp=64),
                     lr=0.0, mix=MixConfig(table_bits=10, match_bits=12))
     parts = profile.decoder_overhead(recipe, b"decoder overhead, outside the model " * 60)
-    assert set(parts) == {"call", "coder"}
+    assert set(parts) == {"call", "coder", "encode_constriction", "encode_twin"}
     assert all(0.0 < us < 1000.0 for us in parts.values())
 
 

@@ -1,27 +1,28 @@
-"""The range coder: constriction's encoder, and a decoder of the same streams inside numba.
+"""The range coder: constriction's encoder, its numba twin, and a decoder inside numba.
 
 The format is constriction 0.5's `RangeEncoder` (32-bit words, 64-bit state, 24-bit
 probabilities) with `Categorical(perfect=False)`, the fast lazy quantiser of float32 rows
 (the exact one costs ~100 us a symbol; both sides must use the same). The encoder is
-constriction's, one batched call per block of rows. The decoder is ours (`decode_symbol`),
-the same integer and float32 arithmetic step for step, so the decoding loop runs inside the
-model's kernel: no Python call and no model object per byte. Tests check it against
-constriction's own decoder on random and extreme rows.
+constriction's, one batched call per block of rows, wherever constriction installs; where
+it does not (it publishes no wheel for Linux on ARM), `TwinEncoder` writes the same words
+step for step in numba. The decoder is ours (`decode_symbol`), the same integer and float32
+arithmetic, so the decoding loop runs inside the model's kernel: no Python call and no
+model object per byte. Tests check both twins against constriction on random and extreme
+rows.
 
 Rows handed in are float32, contiguous and strictly positive.
 """
 
 from __future__ import annotations
 
-import constriction
 import numpy as np
 
 from rwkvzip.ops.jit import jit
 
-Categorical = constriction.stream.model.Categorical
-RangeEncoder = constriction.stream.queue.RangeEncoder
-
-_FAMILY = Categorical(perfect=False)
+try:
+    import constriction
+except ImportError:  # Linux on ARM: the twin encodes (pyproject's marker on the dependency)
+    constriction = None
 
 PRECISION = 24  # bits of a quantised probability
 WORD_BITS = 32  # bits of a stream word; the state holds two
@@ -30,25 +31,156 @@ TOTAL = 1 << PRECISION
 # and the next word to read
 D_LOWER, D_RANGE, D_POINT, D_POS = range(4)
 N_DECODER_STATE = 4
+# encoder state slots (uint64, TwinEncoder): the interval, and constriction's "inverted
+# situation" (a carry may still reach words held back): how many words are held back
+# (0: none) and the first of them
+E_LOWER, E_RANGE, E_INVERTED, E_FIRST = range(4)
+N_ENCODER_STATE = 4
 _U64 = np.uint64
 _EPS32 = np.float32(np.finfo(np.float32).eps)
+_MASK64 = (1 << 64) - 1
+_WORD_MAX = (1 << WORD_BITS) - 1
 
 
 class CoderError(ValueError):
     """The payload cannot be a range-coder stream."""
 
 
-def encode_rows(symbols: np.ndarray, probs: np.ndarray, encoder: RangeEncoder) -> None:
+class ConstrictionEncoder:
+    """constriction's RangeEncoder with the lazy quantiser: the reference encoder."""
+
+    def __init__(self):
+        self._encoder = constriction.stream.queue.RangeEncoder()
+        self._family = constriction.stream.model.Categorical(perfect=False)
+
+    def encode_rows(self, symbols: np.ndarray, probs: np.ndarray) -> None:
+        self._encoder.encode(symbols.astype(np.int32, copy=False), self._family, probs)
+
+    def finish(self) -> bytes:
+        return self._encoder.get_compressed().astype("<u4", copy=False).tobytes()
+
+
+class TwinEncoder:
+    """The same words as ConstrictionEncoder, from numba (encode_symbols) and, to seal the
+    stream, the same one or two final words (seal_words)."""
+
+    def __init__(self):
+        self._state = np.zeros(N_ENCODER_STATE, dtype=np.uint64)
+        self._state[E_RANGE] = _MASK64
+        self._parts: list[np.ndarray] = []
+
+    def encode_rows(self, symbols: np.ndarray, probs: np.ndarray) -> None:
+        # each symbol writes at most one word, and words held back come out at most once
+        out = np.empty(len(symbols) + int(self._state[E_INVERTED]) + 1, dtype=np.uint32)
+        n = encode_symbols(symbols.astype(np.int64, copy=False), probs, self._state, out)
+        self._parts.append(out[:n])
+
+    def finish(self) -> bytes:
+        words = np.concatenate([*self._parts, seal_words(self._state)])
+        return words.astype("<u4", copy=False).tobytes()
+
+
+Encoder = ConstrictionEncoder | TwinEncoder
+
+
+def new_encoder() -> Encoder:
+    """constriction's encoder where it is installed, else its twin (the same bytes)."""
+    return ConstrictionEncoder() if constriction is not None else TwinEncoder()
+
+
+def encode_rows(symbols: np.ndarray, probs: np.ndarray, encoder: Encoder) -> None:
     """Encode symbols[t] with distribution probs[t] (one batched call)."""
-    encoder.encode(symbols.astype(np.int32, copy=False), _FAMILY, probs)
+    encoder.encode_rows(symbols, probs)
 
 
-def new_encoder() -> RangeEncoder:
-    return RangeEncoder()
+def finish(encoder: Encoder) -> bytes:
+    """The stream's words, sealed (an empty stream for no symbols)."""
+    return encoder.finish()
 
 
-def finish(encoder: RangeEncoder) -> bytes:
-    return encoder.get_compressed().astype("<u4", copy=False).tobytes()
+@jit
+def symbol_interval(P, symbol):
+    """The quantised units [left, left + width) of `symbol` under the lazy quantiser:
+    quantile_symbol's arithmetic, from the symbol's side."""
+    n = P.shape[0]
+    total = np.float32(0.0)
+    for i in range(n):
+        total += P[i]
+    scale = np.float32(TOTAL - n) / total
+    left_f = np.float32(0.0)
+    for i in range(symbol):
+        left_f = left_f + P[i]
+    left = np.int64(left_f * scale) + symbol
+    if symbol == n - 1:
+        return left, TOTAL - left
+    right = np.int64((left_f + P[symbol]) * scale) + symbol + 1
+    return left, right - left
+
+
+@jit
+def encode_symbols(symbols, probs, state, out):
+    """Encode symbols[t] with rows probs[t] into out (words), as constriction's
+    RangeEncoder.encode_symbol does; the number of words written."""
+    lower, rng = state[E_LOWER], state[E_RANGE]
+    inverted, first = state[E_INVERTED], state[E_FIRST]
+    word_shift = _U64(64 - WORD_BITS)
+    n_out = 0
+    for t in range(symbols.shape[0]):
+        left, width = symbol_interval(probs[t], symbols[t])
+        scale = rng >> _U64(PRECISION)
+        rng = scale * _U64(width)
+        new_lower = lower + scale * _U64(left)  # wraps modulo 2^64, as constriction's
+        if inverted != _U64(0) and new_lower + rng > new_lower:  # back to normal: a carry
+            if new_lower < lower:  # reached the held-back words, or did not
+                out[n_out] = np.uint32((first + _U64(1)) & _U64(_WORD_MAX))
+                rest = np.uint32(0)
+            else:
+                out[n_out] = np.uint32(first)
+                rest = np.uint32(_WORD_MAX)
+            n_out += 1
+            for _ in range(1, np.int64(inverted)):
+                out[n_out] = rest
+                n_out += 1
+            inverted = _U64(0)
+        lower = new_lower
+        if rng < (_U64(1) << word_shift):
+            rng = rng << _U64(WORD_BITS)
+            lower_word = lower >> word_shift
+            lower = lower << _U64(WORD_BITS)
+            if inverted != _U64(0):
+                inverted += _U64(1)
+            elif lower + rng > lower:
+                out[n_out] = np.uint32(lower_word)
+                n_out += 1
+            else:
+                inverted = _U64(1)
+                first = lower_word
+    state[E_LOWER], state[E_RANGE] = lower, rng
+    state[E_INVERTED], state[E_FIRST] = inverted, first
+    return n_out
+
+
+def seal_words(state: np.ndarray) -> np.ndarray:
+    """The words that end the stream (constriction's seal): the held-back words resolved,
+    a point inside the final interval, and a zero word where one more is needed to
+    identify it; none if nothing was encoded."""
+    lower, rng = int(state[E_LOWER]), int(state[E_RANGE])
+    inverted, first = int(state[E_INVERTED]), int(state[E_FIRST])
+    if rng == _MASK64:
+        return np.zeros(0, dtype=np.uint32)
+    shift = 64 - WORD_BITS
+    point = (lower + (1 << shift) - 1) & _MASK64
+    words = []
+    if inverted:
+        if point >= lower:
+            words += [first] + [_WORD_MAX] * (inverted - 1)
+        else:  # the addition wrapped
+            words += [(first + 1) & _WORD_MAX] + [0] * (inverted - 1)
+    point_word = point >> shift
+    words.append(point_word)
+    if ((lower + rng) & _MASK64) >> shift == point_word:
+        words.append(0)
+    return np.array(words, dtype=np.uint32)
 
 
 def new_decoder(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
