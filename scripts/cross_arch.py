@@ -49,6 +49,9 @@ LEVELS = tuple(range(1, 10))
 INSIDE = Path("/opt/rwkvzip")  # the project, in the root
 VENV = Path("/opt/venv")
 MOUNTS = ("proc", "sys", "dev")
+# copied from this machine into the root: name resolution, and the certificates it trusts
+# (a proxy to PyPI may sign with a CA of its own)
+HOST_FILES = ("/etc/resolv.conf", "/etc/ssl/certs/ca-certificates.crt")
 VERSIONS = ("import platform, numba, llvmlite.binding as b; "
             "print(platform.machine(), platform.python_version(), numba.__version__, "
             "'.'.join(map(str, b.llvm_version_info)))")
@@ -113,8 +116,9 @@ def mount_system(plan: Plan) -> list[Path]:
             continue
         plan.run(["mount", "--bind", f"/{name}", str(target)])
         mounted.append(target)
-    if not plan.dry_run:
-        shutil.copy("/etc/resolv.conf", plan.root / "etc" / "resolv.conf")
+    if not plan.dry_run:  # the root resolves names and trusts certificates as this machine
+        for name in HOST_FILES:
+            shutil.copy(name, plan.root / name.lstrip("/"))
     return mounted
 
 

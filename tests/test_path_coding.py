@@ -6,7 +6,6 @@ decodes."""
 
 from dataclasses import replace
 
-import constriction
 import numpy as np
 import pytest
 from make_golden import bitmap, code, golden_input, sheet
@@ -138,6 +137,8 @@ def test_a_path_row_gives_constriction_exactly_the_bytes_units():
     enc = coder.new_encoder()
     coder.encode_rows(np.full(len(units), coder.PATH_SYMBOL), rows, enc)
     payload = coder.finish(enc)
+    import constriction  # the reference (tests/test_coder.py: its numba twins)
+
     ref = constriction.stream.queue.RangeDecoder(
         np.frombuffer(payload, dtype="<u4").astype(np.uint32))
     lazy = constriction.stream.model.Categorical
