@@ -770,8 +770,10 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
         pred.run_block(block, block_rows)
     symbols = pred.symbols(buf)
     encode_s, payloads = {}, {}
-    for name, encoder in (("constriction", coder.ConstrictionEncoder),
-                          ("twin", coder.TwinEncoder)):
+    encoders = [("twin", coder.TwinEncoder)]
+    if coder.constriction is not None:  # not on Linux on ARM
+        encoders.insert(0, ("constriction", coder.ConstrictionEncoder))
+    for name, encoder in encoders:
         coder.TwinEncoder().encode_rows(symbols[:1], rows[:1])  # compiled before the clock
         enc = encoder()
         t = time.perf_counter()
@@ -779,8 +781,8 @@ def decoder_overhead(recipe: Recipe, data: bytes) -> dict[str, float]:
             enc.encode_rows(block, block_rows)
         payloads[name] = enc.finish()
         encode_s[name] = time.perf_counter() - t
-    payload = payloads["constriction"]
-    if payloads["twin"] != payload:
+    payload = payloads["twin"]
+    if payloads.get("constriction", payload) != payload:
         raise SystemExit("profile: the twin encoder wrote other bytes than constriction")
     out = np.empty(len(buf), dtype=np.int64)
     loop_decode(rows[:1], *coder.new_decoder(payload), out[:1])  # compiled before the clock
@@ -887,7 +889,7 @@ def profile_levels(data: bytes) -> list[dict]:
         ("decoder: range decoding of one byte, inside the kernel", overhead["coder"]),
         ("decoder overhead outside the model (the two)", overhead["call"] + overhead["coder"]),
         ("encoder: constriction's range encoder, batched, a byte",
-         overhead["encode_constriction"]),
+         overhead.get("encode_constriction", math.nan)),
         ("encoder: its numba twin (Linux on ARM), batched, a byte", overhead["encode_twin"]),
         (f"{tag} level (prior adapting by TBPTT, mixed), kernels", whole_top),
         (f"{tag}'s network alone, frozen ({top.arch} {top.model.hidden}x{top.model.layers})",
