@@ -1,4 +1,4 @@
-"""Benchmark rwkvzip against gzip, bzip2, xz, zstd, brotli and PPMd: bits per byte and KB/s.
+"""Benchmark rwkvzip against gzip, bzip2, xz, zstd, brotli, PPMd (and paq8px): bpb and KB/s.
 
     python scripts/bench.py [--levels 1,2] [--repeat 3] [--rwkvzip-repeat 1]
         [--classical gzip,bzip2,xz,zstd,brotli,ppmd] [--head BYTES] [--corpus DIR]
@@ -42,6 +42,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -60,6 +61,7 @@ except ImportError as exc:
                      ) from None
 
 DEFAULT_CORPUS = CORPUS
+PAQ8PX = Path(os.environ.get("PAQ8PX", CORPUS.parent / "tools" / "paq8px"))
 PLOT_PATH = Path("docs") / "bench" / "pareto.png"
 ALL = "all files"
 # Thread pools some libraries could start; rwkvzip uses none of them, this makes sure.
@@ -122,6 +124,18 @@ def _zstd_compress(data: bytes) -> bytes:
     return comp.compress(data)
 
 
+def _paq8px(args: list[str], data: bytes) -> bytes:
+    """Run the paq8px program (PAQ8PX, default ../shared/tools/paq8px) from file to file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in", Path(tmp) / "out"
+        src.write_bytes(data)
+        proc = subprocess.run([str(PAQ8PX), *args, str(src), str(dst)], capture_output=True,
+                              text=True)
+        if proc.returncode or not dst.exists():
+            raise RuntimeError(f"paq8px {' '.join(args)} failed: {proc.stdout[-300:]}")
+        return dst.read_bytes()
+
+
 def _ppmd_compress(data: bytes) -> bytes:
     return pyppmd.compress(data, max_order=PPMD_ORDER, mem_size=PPMD_MEM)
 
@@ -155,7 +169,13 @@ CLASSICAL: dict[str, Codec] = {c.key: c for c in (
           "PPMd variant I (pyppmd's default) with an end mark, order 6, 16 MiB as 7-Zip's "
           "default level; the variant of the corpus README's and the issue's PPMd figures",
           _ppmd_compress, _ppmd_decompress),
+    Codec("paq8px", "paq8px v216 -8", "paq8px -8 IN OUT (the program, from file to file)",
+          "paq8px v216 as ../shared/tools holds it (PAQ8PX names another); about 10 KB/s and "
+          "2 GB of memory, so not among the defaults: --classical ...,paq8px",
+          lambda d: _paq8px(["-8"], d), lambda b, n: _paq8px(["-d"], b)),
 )}
+# what --classical means without the option: every one but paq8px (slow, and a program)
+DEFAULT_CLASSICAL = [key for key in CLASSICAL if key != "paq8px"]
 
 
 def rwkvzip_codec(level: int) -> Codec:
@@ -202,6 +222,12 @@ def _kbps(nbytes: int, seconds: float) -> float | None:
     return nbytes / 1e3 / seconds if seconds > 0 and nbytes > 0 else None
 
 
+def _cpu_time() -> float:
+    """CPU seconds of this process and of the programs it ran (paq8px)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def measure(codec: Codec, data: bytes, repeat: int) -> dict:
     """Compress and decompress `repeat` times each; verify every output. Never raises for a
     compressor's failure: the row then carries the errors."""
@@ -211,19 +237,19 @@ def measure(codec: Codec, data: bytes, repeat: int) -> dict:
     blob = None
     try:
         for _ in range(repeat):
-            w0, c0 = time.perf_counter(), time.process_time()
+            w0, c0 = time.perf_counter(), _cpu_time()
             out = codec.compress(data)
             runs["compress_wall_s"].append(time.perf_counter() - w0)
-            runs["compress_cpu_s"].append(time.process_time() - c0)
+            runs["compress_cpu_s"].append(_cpu_time() - c0)
             if blob is None:
                 blob = out
             elif out != blob:
                 errors.append("compressed output differs between runs")
         for _ in range(repeat):
-            w0, c0 = time.perf_counter(), time.process_time()
+            w0, c0 = time.perf_counter(), _cpu_time()
             back = codec.decompress(blob, len(data))
             runs["decompress_wall_s"].append(time.perf_counter() - w0)
-            runs["decompress_cpu_s"].append(time.process_time() - c0)
+            runs["decompress_cpu_s"].append(_cpu_time() - c0)
             if back != data:
                 what = "different bytes" if len(back) == len(data) else "a wrong length"
                 errors.append(f"roundtrip failed: {len(back)} bytes came back ({what})")
@@ -835,8 +861,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", type=_int_list,
                     help="rwkvzip levels, e.g. 1,2 (default: one level per distinct preset "
                          "card among 1..9); empty: no rwkvzip")
-    ap.add_argument("--classical", type=_names, default=list(CLASSICAL),
-                    help=f"classical compressors (default: {','.join(CLASSICAL)}; none: none)")
+    ap.add_argument("--classical", type=_names, default=DEFAULT_CLASSICAL,
+                    help=f"other compressors (default: {','.join(DEFAULT_CLASSICAL)}; also: "
+                         "paq8px; none: none)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per file for the classical compressors (median; default 3)")
     ap.add_argument("--rwkvzip-repeat", type=int, default=1,
