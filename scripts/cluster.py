@@ -38,7 +38,7 @@ def on_cluster(path: Path, level: int, block_size: int, workers: int, work: Path
     compute time and the output."""
     packed, unpacked = work / f"w{workers}.rwkz", work / f"w{workers}.out"
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
         rd.warm_up(client, level)
         with get_task_stream(client) as stream:
             start = time.perf_counter()

@@ -36,7 +36,7 @@ BLOCK = blocks.MIN_BLOCK_SIZE  # 64 KiB: several blocks from the samples
 @pytest.fixture(scope="module")
 def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
         yield c
 
 
