@@ -35,7 +35,8 @@ def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
     for raw in frames_of(data, recipe):
         coded, crlf = eol.coded_view(raw, recipe.eol)
         buf = np.frombuffer(coded, dtype=np.uint8).copy()
-        bits = np.concatenate([predictor.byte_bits(block) for block in frame_blocks(buf)])
+        bits = -np.log2(np.concatenate([predictor.byte_shares(block)
+                                        for block in frame_blocks(buf)]))
         if crlf:
             spread = np.zeros(len(raw))
             spread[np.frombuffer(raw, dtype=np.uint8) != eol.CR] = bits

@@ -38,7 +38,7 @@ def path(recipe: Recipe) -> Recipe:
 
 def learnt(recipe: Recipe) -> Predictor:
     p = Predictor(recipe)
-    p.byte_bits(np.frombuffer(DATA, dtype=np.uint8).copy())
+    p.byte_shares(np.frombuffer(DATA, dtype=np.uint8).copy())
     return p
 
 
@@ -61,8 +61,8 @@ def test_path_coding_learns_exactly_what_byte_coding_learns(bptt):
 def test_each_byte_costs_what_it_costs_with_byte_coding():
     byte = Recipe(model=TINY_CONFIG, bptt=0, lr=0.0, mix=MIX)
     data = np.frombuffer(DATA, dtype=np.uint8).copy()
-    a = Predictor(byte).byte_bits(data)
-    b = Predictor(path(byte)).byte_bits(data)
+    a = -np.log2(Predictor(byte).byte_shares(data))
+    b = -np.log2(Predictor(path(byte)).byte_shares(data))
     # both give a byte its share of (1 - 2^-12) of the range above a floor of 2^-20; only
     # the rounding differs (the path's units are truncated at each node: more so in an
     # unlikely byte, whose units are few)

@@ -102,14 +102,16 @@ class Predictor:
         with."""
         self.advance(block, rows, coder.RECORD, self._no_decoder)
 
-    def byte_bits(self, block: np.ndarray) -> np.ndarray:
-        """The code length in bits of each byte of the block, advancing over it (of a path row:
-        its share of the range, exactly as coded)."""
+    def byte_shares(self, block: np.ndarray) -> np.ndarray:
+        """The share of the range each byte of the block is coded with (float64), advancing
+        over it: its probability, or of a path row its units over 2^24, exactly as coded.
+        For reports (scripts/costs.py: -log2 of it is the byte's code length); nothing that
+        codes reads it."""
         rows = np.empty((len(block), self.row_width), dtype=np.float32)
         self.run_block(block, rows)
         if self.row_width == ALPHABET:
-            return -np.log2(rows[np.arange(len(block)), block].astype(np.float64))
-        return coder.PRECISION - np.log2(rows[:, coder.PATH_SYMBOL].astype(np.float64) + 1.0)
+            return rows[np.arange(len(block)), block].astype(np.float64)
+        return (rows[:, coder.PATH_SYMBOL].astype(np.float64) + 1.0) / coder.TOTAL
 
     def learn_frame(self, data: bytes) -> None:
         """Advance over bytes stored uncoded, exactly as encoding them would have."""
