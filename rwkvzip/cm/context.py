@@ -89,6 +89,13 @@ S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = STATE.add_each("word1", "word2", "line",
 STATE.add_each(*(f"exe.{name}" for name in (
     "on", "control", "sel", "phase", "seen", "run_phase", "run_end", "run", "calls", "words",
     "call_at")))
+# the x86 model's (x86.py): its settings and evidence, the length decoder's state, where
+# each opcode's last instruction was, the call targets seen
+STATE.add_each(*(f"x86.{name}" for name in (
+    "on", "sel", "seen", "hits", "call_at", "mode", "stage", "left", "op", "map", "pfx", "npfx",
+    "modrm", "imm", "op_at", "field_at", "ops", "same")))
+STATE.add("x86.last", 1 << 10)
+STATE.add("x86.targets", 1 << 12)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))
 STATE.add("delta.row", 4)  # the next byte's histograms' rows, one a delta.INPUTS

@@ -7,14 +7,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, sheet, syntax
+from rwkvzip.cm import delta, exe, image, sheet, syntax, x86
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
-                   "syntax", "nest", "exe_calls", "exe_words")
+                   "syntax", "nest", "exe_calls", "exe_words", "x86")
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,11 @@ class MixConfig:
     its target in place of its displacement (cm/exe.py, the calls' transform; needs exe);
     exe_words: while it is live, the slots of kinds 22 and 24 carry the previous word's top
     half with the fields of the two words before it, and the byte one record back (needs
-    exe). A field
+    exe); x86: the x86 model (cm/x86.py): while the data is x86 code, the text and
+    spreadsheet kinds' slots carry contexts of the instruction (its field, opcode, the
+    opcodes before, the same place of the last instruction with the same opcode), the second
+    selector follows the instruction's field, and near calls and jumps are coded with their
+    target in place of their displacement (needs exe). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -100,6 +104,7 @@ class MixConfig:
     nest: bool = False
     exe_calls: bool = False
     exe_words: bool = False
+    x86: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -110,8 +115,8 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if (self.exe_calls or self.exe_words) and not self.exe:
-            raise ValueError("exe_calls and exe_words need exe (the executable model)")
+        if (self.exe_calls or self.exe_words or self.x86) and not self.exe:
+            raise ValueError("exe_calls, exe_words and x86 need exe (the executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -188,6 +193,7 @@ class MixArrays:
         image.start_state(S, cfg.image, image_base)
         sheet.start_state(S, cfg.orders, cfg.sheet_expect, expect_base)
         exe.start_state(S, cfg.exe, cfg.exe_calls, cfg.exe_words)
+        x86.start_state(S, cfg.x86)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)

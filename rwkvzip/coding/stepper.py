@@ -62,7 +62,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, delta, exe, image, mixer, sheet, syntax
+from rwkvzip.cm import context, delta, exe, image, mixer, sheet, syntax, x86
 from rwkvzip.coding import coder
 from rwkvzip.net.common import (
     D_V,
@@ -255,6 +255,7 @@ def learn_mixing(symbol, j, mixing, path):
     sheet.next_contexts(S, HB)
     syntax.next_contexts(S)
     exe.next_contexts(S, HB)
+    x86.next_contexts(S, HB)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
@@ -386,11 +387,13 @@ def learning_kernel(name: str, arch: int, path: bool):
         for t in range(data.shape[0]):
             if mixed:
                 exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             advance(int(data[t]), arch, path, net, train, mixing)
             if mixed:
                 exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run.__name__ = run.__qualname__ = name  # its own name, and its own cache file
@@ -409,6 +412,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
         for t in range(data.shape[0]):
             if mixed:
                 exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             symbol = int(data[t])
@@ -418,6 +422,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
             F[F_SEEN] += 1.0
             if mixed:
                 exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run_fixed.__name__ = run_fixed.__qualname__ = name
