@@ -92,8 +92,8 @@ STATE.add_each(*(f"exe.{name}" for name in (
 # the x86 model's (x86.py): its settings and evidence, the length decoder's state, where
 # each opcode's last instruction was, the call targets seen
 STATE.add_each(*(f"x86.{name}" for name in (
-    "on", "sel", "seen", "hits", "call_at", "mode", "stage", "left", "op", "map", "pfx", "npfx",
-    "modrm", "imm", "op_at", "field_at", "ops", "same")))
+    "on", "sel", "seen", "hits", "call_at", "call_end", "mode", "stage", "left", "op", "map",
+    "pfx", "npfx", "modrm", "imm", "op_at", "field_at", "ops", "same")))
 STATE.add("x86.last", 1 << 10)
 STATE.add("x86.targets", 1 << 12)
 STATE.add_each(*(f"delta.{name}" for name in (

@@ -5,10 +5,11 @@ bytes, a ModRM byte, a SIB byte, a displacement and an immediate, each present o
 the opcode. A byte there depends on which of those fields it is, on the opcode and on the
 instruction before, which contexts that count back a fixed number of bytes cannot see. The
 model follows the instructions with a length decoder (`read_byte`, on the opcode maps
-below) and, while the data is x86 code, gives the mixer's idle slots contexts of the
-instruction: the field and the opcode, the opcodes before, and the same place of the last
-instruction with the same opcode. It runs in recipes with the mix field `x86` (needs
-`exe`, whose measure of binary data it shares).
+below) and, while the data is x86 code, gives the slots of the word, text and spreadsheet
+kinds (words, lines and records mean nothing in code) contexts of the instruction: the field
+and the opcode, the opcodes before, and the same place of the last instruction with the same
+opcode; the second mixer's weight set and the second APM's row follow the field. It runs in
+recipes with the mix field `x86` (needs `exe`, whose measure of binary data it shares).
 
 Evidence comes from the stream: a call (E8) or jump (E9) whose 32-bit displacement is near
 (its top byte 00 or FF) and lands where an earlier one landed, twice within SEEN_SPAN bytes;
@@ -20,9 +21,10 @@ not live it changes nothing: text and other data code exactly as without it.
 
 While live, near calls and jumps (E8, E9, 0F 80-8F) are coded with their target in place of
 their displacement (`calls_before_byte`, the idea of xz's x86 BCJ filter applied inside the
-model): calls of one function look alike wherever they are, so the match model and the
-contexts learn them. The transform is a bijection of the near displacements for each place,
-so the decoder turns it back once the four bytes are in.
+model), and so are x86-64's RIP-relative operands ([rip + disp32], counted from the
+instruction's end): calls of one function and uses of one global look alike wherever they
+are, so the match model and the contexts learn them. The transform is a bijection of the near
+displacements for each place, so the decoder turns it back once the four bytes are in.
 
 Whether 0x40-0x4F are REX prefixes (x86-64) or one-byte instructions (i386) is measured
 from the stream (`mode_event`): x86-64 code puts REX.W before most moves and arithmetic.
@@ -111,10 +113,11 @@ N_LAST = 1 << OP_BITS  # the position of each opcode's last instruction
 # the immediate's bytes to come, where the opcode byte and the current field are, the last
 # four opcodes (OP_BITS each), where the last instruction with this opcode was (its opcode
 # byte, -1: none); the call targets seen (a hash table of targets + 1)
-(S_X86_ON, S_X86_SEL, S_X86_SEEN, S_X86_HITS, S_X86_CALL_AT, S_X86_MODE, S_X86_STAGE,
- S_X86_LEFT, S_X86_OP, S_X86_MAP, S_X86_PFX, S_X86_NPFX, S_X86_MODRM, S_X86_IMM, S_X86_OP_AT,
- S_X86_FIELD_AT, S_X86_OPS, S_X86_SAME) = cx.STATE.offsets(*(
-    f"x86.{name}" for name in ("on", "sel", "seen", "hits", "call_at", "mode", "stage",
+(S_X86_ON, S_X86_SEL, S_X86_SEEN, S_X86_HITS, S_X86_CALL_AT, S_X86_CALL_END, S_X86_MODE,
+ S_X86_STAGE, S_X86_LEFT, S_X86_OP, S_X86_MAP, S_X86_PFX, S_X86_NPFX, S_X86_MODRM, S_X86_IMM,
+ S_X86_OP_AT, S_X86_FIELD_AT, S_X86_OPS, S_X86_SAME) = cx.STATE.offsets(*(
+    f"x86.{name}" for name in ("on", "sel", "seen", "hits", "call_at", "call_end", "mode",
+                               "stage",
                                "left", "op", "map", "pfx", "npfx", "modrm", "imm", "op_at",
                                "field_at", "ops", "same")))
 S_X86_LAST = cx.STATE.offset("x86.last")
@@ -439,7 +442,8 @@ def next_contexts(S, HB):
         S[S_X86_SEL] = stage * 32 + (hash32(op * 8 + min(n - S[S_X86_FIELD_AT], 7)) >> 27)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if not (cx.is_text_kind(k) or cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT):
+        if not (cx.is_text_kind(k) or cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT
+                or k == cx.WORD_ORDER):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x7F4A7C15), place), op)
         if k == cx.KIND_WORD_BIGRAM:  # the field, the opcode, prefixes, ModRM, bytes so far
@@ -457,6 +461,8 @@ def next_contexts(S, HB):
             h = cx.mixh(cx.mixh(h, pfx), hist & 0xFF)
         elif k == cx.KIND_SHEET_ABOVE:  # ModRM and the same place of the last one, a(1)
             h = cx.mixh(cx.mixh(cx.mixh(h, modrm), same), hist & 0xFF)
+        elif k == cx.WORD_ORDER:  # ModRM and the last two opcodes
+            h = cx.mixh(cx.mixh(h, modrm), ops & ((1 << (2 * OP_BITS)) - 1))
         else:  # the last three bytes with the field
             h = cx.mixh(h, hist & 0xFFFFFF)
         S[cx.S_CTX + m] = h
@@ -477,21 +483,26 @@ def put_block_le(data, t, v):
 
 @jit
 def calls_before_byte(S, data, t, encoding):
-    """Before byte t of the block is coded: at the displacement of a near call or jump
-    while the model is live, with its four bytes in the block, mark it; the encoder puts
-    the target (from the end of the displacement) in its place."""
+    """Before byte t of the block is coded: at the displacement of a near call or jump, or
+    of a RIP-relative operand, while the model is live, with its four bytes in the block,
+    mark it; the encoder puts the target (from the instruction's end) in its place."""
     if S[S_X86_ON] == 0 or S[S_X86_SEL] < 0 or t + 4 > data.shape[0]:
         return
     at = S[cx.S_POS]
-    if S[S_X86_STAGE] != ST_IMM or S[S_X86_OP_AT] != at - 1:
+    if S[S_X86_LEFT] != 4 or S[S_X86_FIELD_AT] != at:
         return
-    if not is_branch(S[S_X86_OP]) or S[S_X86_LEFT] != 4:
+    stage = S[S_X86_STAGE]
+    if stage == ST_IMM and is_branch(S[S_X86_OP]) and S[S_X86_OP_AT] == at - 1:
+        S[S_X86_CALL_END] = at + 4
+    elif stage == ST_DISP and S[S_X86_MODRM] & 0xC7 == 5 and is_64(S):  # [rip + disp32]
+        S[S_X86_CALL_END] = at + 4 + S[S_X86_IMM]
+    else:
         return
     S[S_X86_CALL_AT] = at
     if encoding:
         v = block_le(data, t)
         if near_value(v):
-            put_block_le(data, t, to_near(v + at + 4))
+            put_block_le(data, t, to_near(v + S[S_X86_CALL_END]))
 
 
 @jit
@@ -505,4 +516,4 @@ def calls_after_byte(S, data, t, decoding):
     if decoding:
         v = block_le(data, t - 3)
         if near_value(v):
-            put_block_le(data, t - 3, to_near(v - at - 4))
+            put_block_le(data, t - 3, to_near(v - S[S_X86_CALL_END]))
