@@ -175,3 +175,50 @@ def test_only_calls_in_code_take_their_targets():
     assert sum(exe.is_near_call(int.from_bytes(code_[at:at + 4], "big"))
                for at in range(0, n, 4)) > 50
     assert block[2 * n + len(records):].tobytes() == data[2 * n + len(records):]
+
+
+LE = replace(CALLS, exe_le=True)
+
+
+def arm64_code(functions: int = 48, seed: int = 7) -> bytes:
+    """AArch64-like functions (little-endian words) that call a few common ones."""
+    rng = np.random.default_rng(seed)
+    words, calls, starts = [], [], []
+    for _ in range(functions):
+        starts.append(len(words))
+        words += [0xA9BE7BFD, 0x910003FD]  # stp x29, x30, [sp, #-32]!; mov x29, sp
+        for _ in range(4 + int(rng.integers(12))):
+            if rng.random() < 0.3:
+                calls.append((len(words), int(rng.integers(5))))
+                words.append(0)
+            else:
+                words.append(int(rng.choice([0xF9400BE0, 0xAA1303E0, 0x52800020, 0xB9401A61])))
+        words += [0xA8C27BFD, 0xD65F03C0]  # ldp x29, x30, [sp], #32; ret
+    for at, callee in calls:
+        words[at] = exe.BL_OP | ((starts[callee] - at) & 0x3FFFFFF)
+    return b"".join(w.to_bytes(4, "little") for w in words)
+
+
+def test_little_endian_words_are_found_only_with_exe_le():
+    data = TEXT + arm64_code()
+    S = fed(data, LE).S
+    assert S[exe.S_EXE_ISA] == exe.ISA_LE and S[exe.S_EXE_SEL] >= 0
+    assert fed(data, CALLS).S[exe.S_EXE_SEEN] == -1  # SPARC's words alone: not these
+    assert payload(TEXT, LE) == payload(TEXT, CALLS)
+    S = fed(code(), LE).S  # SPARC code is still SPARC's
+    assert S[exe.S_EXE_ISA] == exe.ISA_BE and S[exe.S_EXE_SEL] >= 0
+
+
+def test_near_bl_takes_its_target_and_decodes():
+    for d in (0, 1, -1, (1 << 22) - 1, -(1 << 22)):
+        w = exe.BL_OP | (d & 0x3FFFFFF)
+        assert exe.is_near_bl(w)
+        for at in (0, 8, 1 << 20):
+            target = exe.bl_word((at >> 2) + (w & exe.CALL_FIELD))
+            assert exe.is_near_bl(target)
+            assert exe.bl_word((target & exe.CALL_FIELD) - (at >> 2)) == w
+    assert not exe.is_near_bl(exe.BL_OP | (1 << 22))  # far
+    data = TEXT + arm64_code()
+    assert len(payload(data, LE)) < 0.9 * len(payload(data, replace(LE, exe_le=False)))
+    assert len(payload(data, LE)) < len(payload(data, replace(LE, exe_calls=False)))
+    assert api.decompress(api.compress(data, Recipe(mix=LE))) == data

@@ -64,15 +64,22 @@ from rwkvzip.ops.jit import jit
  S_EXE_RUN, S_EXE_CALLS, S_EXE_WORDS, S_EXE_CALL_AT) = cx.STATE.offsets(*(
     f"exe.{name}" for name in ("on", "control", "sel", "phase", "seen", "run_phase", "run_end",
                                "run", "calls", "words", "call_at")))
+# the mix field exe_le, which words the evidence found (ISA_BE, ISA_LE), the run of
+# little-endian signature words (as the run above), the marked word's ISA
+(S_EXE_LE, S_EXE_ISA, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, S_EXE_LE_RUN,
+ S_EXE_CALL_ISA) = cx.STATE.offsets(*(
+    f"exe.{name}" for name in ("le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa")))
+ISA_BE, ISA_LE = 0, 1  # SPARC's big-endian words; little-endian words (AArch64, POWER LE)
 
 
-def start_state(S: np.ndarray, on: bool, calls: bool, words: bool) -> None:
+def start_state(S: np.ndarray, on: bool, calls: bool, words: bool, le: bool = False) -> None:
     """The model's fields of a new stream's state: not live, no words seen (the mix fields
-    exe, exe_calls and exe_words)."""
+    exe, exe_calls, exe_words and exe_le)."""
     S[S_EXE_ON] = int(on)
     S[S_EXE_SEL] = S[S_EXE_SEEN] = S[S_EXE_CALL_AT] = -1
     S[S_EXE_CALLS] = int(calls)
     S[S_EXE_WORDS] = int(words)
+    S[S_EXE_LE] = int(le)
 
 
 CONTROL_SHIFT = 5  # the average moves 1/32 of the way to each byte (~32 bytes' memory)
@@ -124,17 +131,57 @@ def follow_evidence(S, hist, n):
     if ((hist >> 16) & 0xFFFFFFFF) == ELF_MAGIC and (hist & 0xFF) == 2:
         S[S_EXE_SEEN] = n
         S[S_EXE_PHASE] = (n - 6) & 3
+        S[S_EXE_ISA] = ISA_BE
+    if (S[S_EXE_LE] != 0 and n >= 4 and is_le_signature(swap32(hist & 0xFFFFFFFF))
+            and follow_run(S, S_EXE_LE_RUN, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, n)):
+        S[S_EXE_ISA] = ISA_LE
     if n < 4 or not is_signature(hist & 0xFFFFFFFF):
         return
-    if S[S_EXE_RUN] > 0 and S[S_EXE_RUN_PHASE] == n & 3 and n - S[S_EXE_RUN_END] <= SIGNATURE_GAP:
-        S[S_EXE_RUN] += 1
+    if follow_run(S, S_EXE_RUN, S_EXE_RUN_PHASE, S_EXE_RUN_END, n):
+        S[S_EXE_ISA] = ISA_BE
+
+
+@jit
+def follow_run(S, run, run_phase, run_end, n):
+    """A signature word ended at n: a second one at its phase within SIGNATURE_GAP of the
+    last is evidence (True) that words start there."""
+    if S[run] > 0 and S[run_phase] == n & 3 and n - S[run_end] <= SIGNATURE_GAP:
+        S[run] += 1
     else:
-        S[S_EXE_RUN] = 1
-        S[S_EXE_RUN_PHASE] = n & 3
-    S[S_EXE_RUN_END] = n
-    if S[S_EXE_RUN] >= 2:
-        S[S_EXE_SEEN] = n
-        S[S_EXE_PHASE] = n & 3
+        S[run] = 1
+        S[run_phase] = n & 3
+    S[run_end] = n
+    if S[run] < 2:
+        return False
+    S[S_EXE_SEEN] = n
+    S[S_EXE_PHASE] = n & 3
+    return True
+
+
+@jit
+def is_le_signature(w):
+    """Words every function of a little-endian fixed-width ISA has, and no other data by
+    chance at one phase twice in a few KB: AArch64's ret, nop, paciasp, autiasp, bti c,
+    stp x29, x30, [sp, #-n]! and ldp x29, x30, [sp], #n (the frame record) and mov x29, sp;
+    POWER's blr, mflr r0 and mtlr r0."""
+    return (w == 0xD65F03C0 or w == 0xD503201F or w == 0xD503233F or w == 0xD50323BF
+            or w == 0xD503245F or (w & 0xFFC07FFF) == 0xA9807BFD
+            or (w & 0xFFC07FFF) == 0xA8C07BFD or w == 0x910003FD
+            or w == 0x4E800020 or w == 0x7C0802A6 or w == 0x7C0803A6)
+
+
+@jit(inline="always")
+def swap32(w):
+    """A 32-bit word read in the other byte order."""
+    return (((w & 0xFF) << 24) | ((w & 0xFF00) << 8) | ((w >> 8) & 0xFF00)
+            | ((w >> 24) & 0xFF))
+
+
+@jit(inline="always")
+def le_fields(w):
+    """A little-endian ISA's word's class: its top byte (AArch64's op0 and the bits that
+    split it: branches, loads and stores, data processing; POWER's primary opcode)."""
+    return w >> 24
 
 
 @jit
@@ -172,6 +219,16 @@ def next_selector(j, hist):
 
 
 @jit
+def next_le_selector(j, hist, before):
+    """next_selector for little-endian words, whose class comes last: the previous word's
+    class, and at the last byte the bits read so far next to it (AArch64's bits 23-16)."""
+    x = le_fields(before)
+    if j == 3:
+        x = (x << 8) | (hist & 0xFF)
+    return (j << SEL_FIELD_BITS) | (hash32(x + j * 7919) >> (32 - SEL_FIELD_BITS))
+
+
+@jit
 def next_contexts(S, HB):
     """After sheet.next_contexts: follow the control bytes and, while live, set the word
     contexts for the next byte (in KIND_WORD4's and the text kinds' slots) and the selector."""
@@ -186,11 +243,18 @@ def next_contexts(S, HB):
         S[S_EXE_SEL] = -1
         return
     j = (n - S[S_EXE_PHASE]) & 3
-    S[S_EXE_SEL] = next_selector(j, hist)
     part = (hist & ((1 << (8 * j)) - 1)) | (1 << (8 * j))  # the word's bytes so far
     hmask = (1 << S[cx.S_HBITS]) - 1
     before = word_before(HB, hmask, n - j)
     before2 = word_before(HB, hmask, n - j - 4)
+    le = S[S_EXE_ISA] == ISA_LE
+    if le:
+        before, before2 = swap32(before), swap32(before2)
+        S[S_EXE_SEL] = next_le_selector(j, hist, before)
+        f1, f2, rd = le_fields(before), le_fields(before2), before & 31
+    else:
+        S[S_EXE_SEL] = next_selector(j, hist)
+        f1, f2, rd = fields(before), fields(before2), (before >> 25) & 31
     syntax_slots = S[syntax.S_SY_ON] != 0
     words = S[S_EXE_WORDS] != 0
     for m in range(S[cx.S_K]):
@@ -201,18 +265,19 @@ def next_contexts(S, HB):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), j), part)
         if k == cx.KIND_WORD_BIGRAM:
-            h = cx.mixh(h, fields(before))
+            h = cx.mixh(h, f1)
         elif k == cx.KIND_WORD_TRIGRAM:
-            h = cx.mixh(h, ((before >> 25) & 31) | (fields(before) << 5))
+            h = cx.mixh(h, rd | (f1 << 5))
         elif k == cx.KIND_SHEET_FIELD:
-            h = cx.mixh(h, fields(before) | (fields(before2) << 8))
+            h = cx.mixh(h, f1 | (f2 << 8))
         elif k == cx.KIND_SHEET_COL:
             h = cx.mixh(h, (before >> (24 - 8 * j)) & 0xFF)
         elif k == cx.KIND_SHEET_ABOVE:
             h = cx.mixh(h, before2 >> 16)
         elif words and k == cx.KIND_WORD_SKIP:
             before3 = word_before(HB, hmask, n - j - 8)
-            h = cx.mixh(cx.mixh(h, before >> 16), fields(before2) | (fields(before3) << 8))
+            f3 = le_fields(swap32(before3)) if le else fields(before3)
+            h = cx.mixh(cx.mixh(h, before >> 16), f2 | (f3 << 8))
         elif words and k == cx.KIND_COLUMN:
             h = cx.mixh(cx.mixh(h, S[cx.S_REC]), record_above(S, HB, hmask, n, j))
         elif not word4:
@@ -284,6 +349,38 @@ def put_block_word(data, t, w):
         data[t + i] = np.uint8((w >> (24 - 8 * i)) & 0xFF)
 
 
+# AArch64's bl is 100101 and a 26-bit word displacement: near ones (|d| < 2**22 words, the
+# top ten bits 0x250 or 0x25F) take their target the same way, with exe_le
+BL_NEAR_FORWARD, BL_NEAR_BACKWARD = 0x250, 0x25F
+BL_SIGN_BITS = 0x03800000  # bits 25 ... 23: copies of the field's sign bit 22
+BL_OP = 0x94000000
+
+
+@jit(inline="always")
+def is_near_bl(w):
+    top = w >> 22
+    return top == BL_NEAR_FORWARD or top == BL_NEAR_BACKWARD  # noqa: SIM109 - numba: ints
+
+
+@jit(inline="always")
+def bl_word(field):
+    field &= CALL_FIELD
+    return BL_OP | field | (BL_SIGN_BITS if field >> 22 else 0)
+
+
+@jit(inline="always")
+def block_le(data, t):
+    """The little-endian 32-bit word at data[t]."""
+    return (np.int64(data[t]) | (np.int64(data[t + 1]) << 8) | (np.int64(data[t + 2]) << 16)
+            | (np.int64(data[t + 3]) << 24))
+
+
+@jit(inline="always")
+def put_block_le(data, t, v):
+    for i in range(4):
+        data[t + i] = np.uint8((v >> (8 * i)) & 0xFF)
+
+
 @jit
 def calls_before_byte(S, data, t, encoding):
     """Before byte t of the block is coded: at the start of a word while the model is live in
@@ -292,10 +389,17 @@ def calls_before_byte(S, data, t, encoding):
     if S[S_EXE_CALLS] == 0 or S[S_EXE_SEL] < 0 or t + 4 > data.shape[0]:
         return
     at = S[cx.S_POS]
-    if (at - S[S_EXE_PHASE]) & 3 != 0 or at - S[S_EXE_RUN_END] > SIGNATURE_GAP:
+    le = S[S_EXE_ISA] == ISA_LE
+    if (at - S[S_EXE_PHASE]) & 3 != 0 or at - S[S_EXE_LE_RUN_END if le else S_EXE_RUN_END] > (
+            SIGNATURE_GAP):
         return
     S[S_EXE_CALL_AT] = at
-    if encoding:
+    S[S_EXE_CALL_ISA] = S[S_EXE_ISA]
+    if encoding and le:
+        w = block_le(data, t)
+        if is_near_bl(w):
+            put_block_le(data, t, bl_word((at >> 2) + (w & CALL_FIELD)))
+    elif encoding:
         w = block_word(data, t)
         if is_near_call(w):
             put_block_word(data, t, call_target(w, at))
@@ -309,7 +413,11 @@ def calls_after_byte(S, data, t, decoding):
     if at < 0 or S[cx.S_POS] != at + 4:
         return
     S[S_EXE_CALL_AT] = -1
-    if decoding:
+    if decoding and S[S_EXE_CALL_ISA] == ISA_LE:
+        w = block_le(data, t - 3)
+        if is_near_bl(w):
+            put_block_le(data, t - 3, bl_word((w & CALL_FIELD) - (at >> 2)))
+    elif decoding:
         w = block_word(data, t - 3)
         if is_near_call(w):
             put_block_word(data, t - 3, call_displacement(w, at))

@@ -14,7 +14,7 @@ from rwkvzip.ops import memory
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
-                   "syntax", "nest", "exe_calls", "exe_words", "x86")
+                   "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,10 @@ class MixConfig:
     spreadsheet kinds' slots carry contexts of the instruction (its field, opcode, the
     opcodes before, the same place of the last instruction with the same opcode), the second
     selector follows the instruction's field, and near calls and jumps are coded with their
-    target in place of their displacement (needs exe). A field
+    target in place of their displacement (needs exe); exe_le: the executable model also
+    finds little-endian words (AArch64, POWER little-endian) by their signature words and
+    reads their class from their top byte, and with exe_calls AArch64's near bl takes its
+    target (needs exe). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -105,6 +108,7 @@ class MixConfig:
     exe_calls: bool = False
     exe_words: bool = False
     x86: bool = False
+    exe_le: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -115,8 +119,9 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if (self.exe_calls or self.exe_words or self.x86) and not self.exe:
-            raise ValueError("exe_calls, exe_words and x86 need exe (the executable model)")
+        if (self.exe_calls or self.exe_words or self.x86 or self.exe_le) and not self.exe:
+            raise ValueError("exe_calls, exe_words, exe_le and x86 need exe (the executable "
+                             "model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -192,7 +197,7 @@ class MixArrays:
         expect_base = image_base + image.table_size() * cfg.image
         image.start_state(S, cfg.image, image_base)
         sheet.start_state(S, cfg.orders, cfg.sheet_expect, expect_base)
-        exe.start_state(S, cfg.exe, cfg.exe_calls, cfg.exe_words)
+        exe.start_state(S, cfg.exe, cfg.exe_calls, cfg.exe_words, cfg.exe_le)
         x86.start_state(S, cfg.x86)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)

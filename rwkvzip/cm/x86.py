@@ -469,18 +469,6 @@ def next_contexts(S, HB):
 
 
 # --- The calls' transform.
-@jit(inline="always")
-def block_le(data, t):
-    return (np.int64(data[t]) | (np.int64(data[t + 1]) << 8) | (np.int64(data[t + 2]) << 16)
-            | (np.int64(data[t + 3]) << 24))
-
-
-@jit(inline="always")
-def put_block_le(data, t, v):
-    for i in range(4):
-        data[t + i] = np.uint8((v >> (8 * i)) & 0xFF)
-
-
 @jit
 def calls_before_byte(S, data, t, encoding):
     """Before byte t of the block is coded: at the displacement of a near call or jump, or
@@ -500,9 +488,9 @@ def calls_before_byte(S, data, t, encoding):
         return
     S[S_X86_CALL_AT] = at
     if encoding:
-        v = block_le(data, t)
+        v = exe.block_le(data, t)
         if near_value(v):
-            put_block_le(data, t, to_near(v + S[S_X86_CALL_END]))
+            exe.put_block_le(data, t, to_near(v + S[S_X86_CALL_END]))
 
 
 @jit
@@ -514,6 +502,6 @@ def calls_after_byte(S, data, t, decoding):
         return
     S[S_X86_CALL_AT] = -1
     if decoding:
-        v = block_le(data, t - 3)
+        v = exe.block_le(data, t - 3)
         if near_value(v):
-            put_block_le(data, t - 3, to_near(v - S[S_X86_CALL_END]))
+            exe.put_block_le(data, t - 3, to_near(v - S[S_X86_CALL_END]))
