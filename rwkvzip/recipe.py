@@ -294,7 +294,7 @@ def preset_by_name(name: str) -> PresetCard:
     raise RecipeError(f"unknown preset {name!r}")
 
 
-DEFAULT_PRESET = "mix-v67"
+DEFAULT_PRESET = "mix-v71"
 
 
 def default_recipe() -> Recipe:
@@ -309,8 +309,8 @@ def default_recipe() -> Recipe:
 # by TBPTT (-8, -9, at a third of -7's speed); the mixing levels code by path coding. The
 # default level is the lowest one that names the default card, so "no level" and it are the
 # same recipe. Every level codes CRLF text as LF text (the cards' eol, coding/eol.py).
-LEVELS = {**{level: "fast-v2" for level in (1, 2, 3)}, 4: "mix-v70", 5: "mix-v70",
-          6: "mix-v67", 7: "mix-v69", 8: "mix-v68", 9: "mix-v68"}
+LEVELS = {**{level: "fast-v2" for level in (1, 2, 3)}, 4: "mix-v74", 5: "mix-v74",
+          6: "mix-v71", 7: "mix-v73", 8: "mix-v72", 9: "mix-v72"}
 DEFAULT_LEVEL = min(level for level, name in LEVELS.items() if name == DEFAULT_PRESET)
 
 

@@ -202,7 +202,7 @@ def arm64_code(functions: int = 48, seed: int = 7) -> bytes:
 def test_little_endian_words_are_found_only_with_exe_le():
     data = TEXT + arm64_code()
     S = fed(data, LE).S
-    assert S[exe.S_EXE_ISA] == exe.ISA_LE and S[exe.S_EXE_SEL] >= 0
+    assert S[exe.S_EXE_ISA] == exe.ISA_AARCH64 and S[exe.S_EXE_SEL] >= 0
     assert fed(data, CALLS).S[exe.S_EXE_SEEN] == -1  # SPARC's words alone: not these
     assert payload(TEXT, LE) == payload(TEXT, CALLS)
     S = fed(code(), LE).S  # SPARC code is still SPARC's

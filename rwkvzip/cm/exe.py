@@ -64,12 +64,14 @@ from rwkvzip.ops.jit import jit
  S_EXE_RUN, S_EXE_CALLS, S_EXE_WORDS, S_EXE_CALL_AT) = cx.STATE.offsets(*(
     f"exe.{name}" for name in ("on", "control", "sel", "phase", "seen", "run_phase", "run_end",
                                "run", "calls", "words", "call_at")))
-# the mix field exe_le, which words the evidence found (ISA_BE, ISA_LE), the run of
+# the mix field exe_le, which words the evidence found (ISA_*, below), the run of
 # little-endian signature words (as the run above), the marked word's ISA
 (S_EXE_LE, S_EXE_ISA, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, S_EXE_LE_RUN,
  S_EXE_CALL_ISA) = cx.STATE.offsets(*(
     f"exe.{name}" for name in ("le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa")))
-ISA_BE, ISA_LE = 0, 1  # SPARC's big-endian words; little-endian words (AArch64, POWER LE)
+# SPARC's big-endian words; little-endian words: AArch64's, POWER's (classes from the top
+# byte alike; calls and pages by target in AArch64 alone)
+ISA_BE, ISA_AARCH64, ISA_POWER_LE = 0, 1, 2
 
 
 def start_state(S: np.ndarray, on: bool, calls: bool, words: bool, le: bool = False) -> None:
@@ -132,9 +134,9 @@ def follow_evidence(S, hist, n):
         S[S_EXE_SEEN] = n
         S[S_EXE_PHASE] = (n - 6) & 3
         S[S_EXE_ISA] = ISA_BE
-    if (S[S_EXE_LE] != 0 and n >= 4 and is_le_signature(swap32(hist & 0xFFFFFFFF))
-            and follow_run(S, S_EXE_LE_RUN, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, n)):
-        S[S_EXE_ISA] = ISA_LE
+    isa = le_signature(swap32(hist & 0xFFFFFFFF)) if S[S_EXE_LE] != 0 and n >= 4 else 0
+    if isa != 0 and follow_run(S, S_EXE_LE_RUN, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, n):
+        S[S_EXE_ISA] = isa
     if n < 4 or not is_signature(hist & 0xFFFFFFFF):
         return
     if follow_run(S, S_EXE_RUN, S_EXE_RUN_PHASE, S_EXE_RUN_END, n):
@@ -159,15 +161,18 @@ def follow_run(S, run, run_phase, run_end, n):
 
 
 @jit
-def is_le_signature(w):
-    """Words every function of a little-endian fixed-width ISA has, and no other data by
-    chance at one phase twice in a few KB: AArch64's ret, nop, paciasp, autiasp, bti c,
-    stp x29, x30, [sp, #-n]! and ldp x29, x30, [sp], #n (the frame record) and mov x29, sp;
-    POWER's blr, mflr r0 and mtlr r0."""
-    return (w == 0xD65F03C0 or w == 0xD503201F or w == 0xD503233F or w == 0xD50323BF
+def le_signature(w):
+    """Which little-endian ISA's signature word w is (0: none): words every function has,
+    and no other data by chance at one phase twice in a few KB. ISA_AARCH64: ret, nop,
+    paciasp, autiasp, bti c, stp x29, x30, [sp, #-n]! and ldp x29, x30, [sp], #n (the frame
+    record) and mov x29, sp; ISA_POWER_LE: blr, mflr r0 and mtlr r0."""
+    if (w == 0xD65F03C0 or w == 0xD503201F or w == 0xD503233F or w == 0xD50323BF
             or w == 0xD503245F or (w & 0xFFC07FFF) == 0xA9807BFD
-            or (w & 0xFFC07FFF) == 0xA8C07BFD or w == 0x910003FD
-            or w == 0x4E800020 or w == 0x7C0802A6 or w == 0x7C0803A6)
+            or (w & 0xFFC07FFF) == 0xA8C07BFD or w == 0x910003FD):
+        return ISA_AARCH64
+    if w == 0x4E800020 or w == 0x7C0802A6 or w == 0x7C0803A6:
+        return ISA_POWER_LE
+    return 0
 
 
 @jit(inline="always")
@@ -247,7 +252,7 @@ def next_contexts(S, HB):
     hmask = (1 << S[cx.S_HBITS]) - 1
     before = word_before(HB, hmask, n - j)
     before2 = word_before(HB, hmask, n - j - 4)
-    le = S[S_EXE_ISA] == ISA_LE
+    le = S[S_EXE_ISA] != ISA_BE
     if le:
         before, before2 = swap32(before), swap32(before2)
         S[S_EXE_SEL] = next_le_selector(j, hist, before)
@@ -368,6 +373,26 @@ def bl_word(field):
     return BL_OP | field | (BL_SIGN_BITS if field >> 22 else 0)
 
 
+# AArch64's adrp (bit 31 set, bits 28-24 10000) holds a 21-bit page displacement, immlo in
+# bits 30-29 and immhi in bits 23-5: every adrp takes its target page, (the word's page +
+# displacement) mod 2**21, so loads of one global from anywhere look alike
+ADRP_MASK, ADRP_OP = 0x9F000000, 0x90000000
+PAGE_FIELD = (1 << 21) - 1
+
+
+@jit(inline="always")
+def is_adrp(w):
+    return (w & ADRP_MASK) == ADRP_OP
+
+
+@jit(inline="always")
+def adrp_word(w, page):
+    """The adrp word w with its page displacement moved by `page` (mod 2**21)."""
+    imm = (((w >> 5) & 0x7FFFF) << 2) | ((w >> 29) & 3)
+    imm = (imm + page) & PAGE_FIELD
+    return (w & 0x9F00001F) | ((imm & 3) << 29) | ((imm >> 2) << 5)
+
+
 @jit(inline="always")
 def block_le(data, t):
     """The little-endian 32-bit word at data[t]."""
@@ -389,16 +414,21 @@ def calls_before_byte(S, data, t, encoding):
     if S[S_EXE_CALLS] == 0 or S[S_EXE_SEL] < 0 or t + 4 > data.shape[0]:
         return
     at = S[cx.S_POS]
-    le = S[S_EXE_ISA] == ISA_LE
+    isa = S[S_EXE_ISA]
+    if isa == ISA_POWER_LE:
+        return
+    le = isa == ISA_AARCH64
     if (at - S[S_EXE_PHASE]) & 3 != 0 or at - S[S_EXE_LE_RUN_END if le else S_EXE_RUN_END] > (
             SIGNATURE_GAP):
         return
     S[S_EXE_CALL_AT] = at
-    S[S_EXE_CALL_ISA] = S[S_EXE_ISA]
+    S[S_EXE_CALL_ISA] = isa
     if encoding and le:
         w = block_le(data, t)
         if is_near_bl(w):
             put_block_le(data, t, bl_word((at >> 2) + (w & CALL_FIELD)))
+        elif is_adrp(w):
+            put_block_le(data, t, adrp_word(w, at >> 12))
     elif encoding:
         w = block_word(data, t)
         if is_near_call(w):
@@ -413,10 +443,12 @@ def calls_after_byte(S, data, t, decoding):
     if at < 0 or S[cx.S_POS] != at + 4:
         return
     S[S_EXE_CALL_AT] = -1
-    if decoding and S[S_EXE_CALL_ISA] == ISA_LE:
+    if decoding and S[S_EXE_CALL_ISA] == ISA_AARCH64:
         w = block_le(data, t - 3)
         if is_near_bl(w):
             put_block_le(data, t - 3, bl_word((w & CALL_FIELD) - (at >> 2)))
+        elif is_adrp(w):
+            put_block_le(data, t - 3, adrp_word(w, -(at >> 12)))
     elif decoding:
         w = block_word(data, t - 3)
         if is_near_call(w):
