@@ -191,11 +191,18 @@ def arm64_code(functions: int = 48, seed: int = 7) -> bytes:
             if rng.random() < 0.3:
                 calls.append((len(words), int(rng.integers(5))))
                 words.append(0)
+            elif rng.random() < 0.2:  # adrp x0, <one of three pages>: ldr x0, [x0, #8]
+                page = int(rng.integers(3)) * 5 + 100
+                calls.append((len(words), -page))
+                words += [0, 0xF9400400]
             else:
                 words.append(int(rng.choice([0xF9400BE0, 0xAA1303E0, 0x52800020, 0xB9401A61])))
         words += [0xA8C27BFD, 0xD65F03C0]  # ldp x29, x30, [sp], #32; ret
     for at, callee in calls:
-        words[at] = exe.BL_OP | ((starts[callee] - at) & 0x3FFFFFF)
+        if callee >= 0:
+            words[at] = exe.BL_OP | ((starts[callee] - at) & 0x3FFFFFF)
+        else:  # the page's displacement from this word's page (4 KB = 1024 words)
+            words[at] = exe.adrp_word(exe.ADRP_OP, -callee - (at >> 10))
     return b"".join(w.to_bytes(4, "little") for w in words)
 
 
@@ -218,7 +225,30 @@ def test_near_bl_takes_its_target_and_decodes():
             assert exe.is_near_bl(target)
             assert exe.bl_word((target & exe.CALL_FIELD) - (at >> 2)) == w
     assert not exe.is_near_bl(exe.BL_OP | (1 << 22))  # far
+    for w in (0x90000000, 0xB0000001, 0xF0FFFFE2, 0x90800010):  # adrp, any page and register
+        assert exe.is_adrp(w) and not exe.is_near_bl(w)
+        for page in (0, 1, 4095, 1 << 30):
+            assert exe.adrp_word(exe.adrp_word(w, page), -page) == w
     data = TEXT + arm64_code()
     assert len(payload(data, LE)) < 0.9 * len(payload(data, replace(LE, exe_le=False)))
     assert len(payload(data, LE)) < len(payload(data, replace(LE, exe_calls=False)))
+    assert api.decompress(api.compress(data, Recipe(mix=LE))) == data
+
+
+def test_power_words_are_words_but_keep_their_bits():
+    """POWER LE's words are found (their classes read from the top byte), but no word of
+    theirs is transformed: AArch64's bl and adrp patterns are other instructions there."""
+    rng = np.random.default_rng(2)
+    words = []
+    for _ in range(200):
+        words += [0x7C0802A6, 0x94210000 | int(rng.integers(1 << 16))]  # mflr r0; stwu
+        words += [int(rng.integers(1 << 32)) & 0x93FFFFFF for _ in range(6)]  # stw and others
+        words += [0x7C0803A6, 0x4E800020]  # mtlr r0; blr
+    data = b"".join(w.to_bytes(4, "little") for w in words)
+    S = fed(data, LE).S
+    assert S[exe.S_EXE_ISA] == exe.ISA_POWER_LE and S[exe.S_EXE_SEL] >= 0
+    block = np.frombuffer(data, dtype=np.uint8).copy()
+    predictor = codec.Predictor(Recipe(mix=LE))
+    predictor.advance(block, predictor._no_rows, coder.ADVANCE, predictor._no_decoder)
+    assert block.tobytes() == data
     assert api.decompress(api.compress(data, Recipe(mix=LE))) == data
