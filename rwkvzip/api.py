@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rwkvzip import priors
-from rwkvzip.coding import blocks, container, eol, snapshot
+from rwkvzip.coding import blocks, bypass, container, eol, snapshot
 from rwkvzip.coding.codec import Predictor, network_bytes
 from rwkvzip.coding.coder import CoderError
 from rwkvzip.coding.container import FormatError
@@ -140,7 +140,10 @@ class Compressor:
         self._pending = bytearray()
         self._finished = False
         if self._block_size is None:
-            self._predictor = new_predictor(self.recipe, given)
+            self._start = priors.resolve(self.recipe, given)
+            self._predictor: Predictor | None = None  # built for the first frame it codes
+            self._bypass = bypass.Bypass(bypass.history_bytes(self.recipe)) if self.recipe.bypass \
+                else None
             self._header = container.encode_header(self.recipe)
             self.stats = Stats(members=1)
         else:
@@ -207,17 +210,28 @@ class Compressor:
         return header
 
     def _frame(self, raw: bytes) -> bytes:
-        coded, crlf = eol.coded_view(raw, self.recipe.eol)
-        payload = self._predictor.encode_frame(coded, self._progress)
-        if crlf and self._progress:
-            self._progress(len(raw) - len(coded))
-        frame = container.encode_frame(raw, payload if len(payload) < len(raw) else None,
-                                       eol=self.recipe.eol,
-                                       coded_len=len(coded) if crlf else None)
+        if self._bypass is not None and self._bypass.decide(raw):
+            frame = container.encode_frame(raw, None, eol=self.recipe.eol, bypass=True,
+                                           bypassed=True)
+            if self._progress:
+                self._progress(len(raw))
+        else:
+            frame = self._coded_frame(raw)
         self.stats.raw_bytes += len(raw)
         self.stats.compressed_bytes += len(frame)
         self.stats.frames += 1
         return frame
+
+    def _coded_frame(self, raw: bytes) -> bytes:
+        if self._predictor is None:
+            self._predictor = start_predictor(self.recipe, self._start)
+        coded, crlf = eol.coded_view(raw, self.recipe.eol)
+        payload = self._predictor.encode_frame(coded, self._progress)
+        if crlf and self._progress:
+            self._progress(len(raw) - len(coded))
+        return container.encode_frame(raw, payload if len(payload) < len(raw) else None,
+                                      eol=self.recipe.eol, bypass=self.recipe.bypass,
+                                      coded_len=len(coded) if crlf else None)
 
 
 class Decompressor:
@@ -305,7 +319,8 @@ class Decompressor:
                 index, total = self.stats.frames, self.stats.raw_bytes
                 self._head = self._parse(
                     container.MAX_FRAME_HEAD,
-                    lambda f: container.read_frame_head(f, index, total, self.recipe.eol))
+                    lambda f: container.read_frame_head(f, index, total, self.recipe.eol,
+                                                     self.recipe.bypass))
                 self._ended = self._head is None
             else:
                 if len(self._buf) < self._head.payload_len:
@@ -317,6 +332,22 @@ class Decompressor:
 
     def _decode_frame(self, payload: bytes) -> None:
         head = self._head
+        if head.bypassed:  # the models never saw it
+            raw = payload
+            if self._progress:
+                self._progress(len(raw))
+        else:
+            raw = self._modelled_frame(head, payload)
+        container.check_frame(head, raw)
+        del self._buf[:len(payload)]
+        self._head = None
+        self._out += raw
+        self.stats.compressed_bytes += len(payload)
+        self.stats.raw_bytes += len(raw)
+        self.stats.frames += 1
+
+    def _modelled_frame(self, head: container.FrameHead, payload: bytes) -> bytes:
+        """A frame the models ran over: decoded, or stored and learnt."""
         if self._predictor is None:
             self._predictor = start_predictor(self.recipe, self._start)
         if head.stored:
@@ -337,13 +368,7 @@ class Decompressor:
                 raise FormatError(f"corrupt input (frame {head.index}'s line ends)")
             if head.crlf and self._progress:
                 self._progress(len(raw) - len(coded))
-        container.check_frame(head, raw)
-        del self._buf[:len(payload)]
-        self._head = None
-        self._out += raw
-        self.stats.compressed_bytes += len(payload)
-        self.stats.raw_bytes += len(raw)
-        self.stats.frames += 1
+        return raw
 
 
 def decompress_chunks(chunks: Iterable[bytes], progress: Progress | None = None,

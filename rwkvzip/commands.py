@@ -345,7 +345,7 @@ def _peek_recipe(fin):
         start = io.BytesIO(peek(container.MAX_HEADER + container.MAX_FRAME_HEAD))
         recipe = container.read_header(start)
         api.check_model_size(recipe)
-        container.read_frame_head(start, 0, 0, recipe.eol)
+        container.read_frame_head(start, 0, 0, recipe.eol, recipe.bypass)
     except (container.FormatError, RecipeError):
         return None
     return recipe

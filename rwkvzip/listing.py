@@ -62,7 +62,7 @@ def scan(f: BinaryIO) -> Listing:
         label = recipe_label(recipe)
         if label not in listing.recipes:
             listing.recipes.append(label)
-        for frame in container.read_frames(counted, recipe.eol):
+        for frame in container.read_frames(counted, recipe.eol, recipe.bypass):
             listing.raw += frame.raw_len
             listing.frames += 1
     listing.compressed = counted.count

@@ -197,7 +197,7 @@ def add_missing(directory: Path) -> list[str]:
 def _frames(blob: bytes) -> list[container.Frame]:
     f = io.BytesIO(blob)
     recipe = container.read_header(f)
-    return list(container.read_frames(f, recipe.eol))
+    return list(container.read_frames(f, recipe.eol, recipe.bypass))
 
 
 def _stores_raw(blob: bytes) -> bool:

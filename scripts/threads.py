@@ -85,7 +85,7 @@ def member_frames(blob: bytes) -> list[list[tuple[int, int]]]:
     f, members = io.BytesIO(blob), []
     while (recipe := container.read_header(f, first=not members)) is not None:
         members.append([(frame.raw_len, len(frame.payload))
-                        for frame in container.read_frames(f, recipe.eol)])
+                        for frame in container.read_frames(f, recipe.eol, recipe.bypass)])
     return members
 
 

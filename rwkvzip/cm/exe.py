@@ -43,6 +43,15 @@ back, where the record model found records of whole words), and exe_calls codes 
 code with its target in place of its displacement (`calls_before_byte`, below), so calls of
 one function look alike wherever they are. On sum at -7 they take mix-v46 from 7,446 to
 7,353 bytes (ideal code length; models/README.md).
+
+With the mix field exe_le the model also reads little-endian words, the fixed-width ISAs of
+today's machines: AArch64 and POWER little-endian, found by their own signature words
+(`le_signature`: function prologues and epilogues, ret and nop; the ISA is the one whose
+signature it was). Their words are read little-endian, a word's class is its top byte (the
+last in the stream: AArch64's op0 and the bits that split it, POWER's primary opcode), and
+with exe_calls AArch64's near bl takes its target and its adrp its target page (loads of
+one global from anywhere look alike). On the executables corpus's tuning slices they take
+AArch64 from 3.32 to 3.08 bpb and POWER from 2.71 to 2.61 at the default level.
 """
 
 from __future__ import annotations

@@ -69,14 +69,14 @@ class MixConfig:
     its target in place of its displacement (cm/exe.py, the calls' transform; needs exe);
     exe_words: while it is live, the slots of kinds 22 and 24 carry the previous word's top
     half with the fields of the two words before it, and the byte one record back (needs
-    exe); x86: the x86 model (cm/x86.py): while the data is x86 code, the text and
+    exe); x86: the x86 model (cm/x86.py): while the data is x86 code, the word, text and
     spreadsheet kinds' slots carry contexts of the instruction (its field, opcode, the
     opcodes before, the same place of the last instruction with the same opcode), the second
-    selector follows the instruction's field, and near calls and jumps are coded with their
-    target in place of their displacement (needs exe); exe_le: the executable model also
-    finds little-endian words (AArch64, POWER little-endian) by their signature words and
-    reads their class from their top byte, and with exe_calls AArch64's near bl takes its
-    target (needs exe). A field
+    selector follows the instruction's field, and near calls, jumps and RIP-relative
+    operands are coded with their target in place of their displacement (needs exe);
+    exe_le: the executable model also finds little-endian words (AArch64, POWER little-endian)
+    by their signature words and reads their class from their top byte, and with exe_calls
+    AArch64's near bl and adrp take their targets (needs exe). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 

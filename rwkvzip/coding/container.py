@@ -151,17 +151,26 @@ def read_header(f: BinaryIO, first: bool = True) -> Recipe | None:
 
 
 def encode_frame(raw: bytes, payload: bytes | None, *, eol: bool = False,
-                 coded_len: int | None = None) -> bytes:
+                 coded_len: int | None = None, bypass: bool = False,
+                 bypassed: bool = False) -> bytes:
     """A coded frame, or a stored one (payload None: the raw bytes follow as they are).
     eol: the stream's recipe has the field (its frames' heads have the CRLF bit);
     coded_len: the frame is CRLF text the models ran over without its CRs (eol.py), this
-    many bytes."""
+    many bytes; bypass: the recipe has the field (its frames' heads have the bypass bit);
+    bypassed: the frame is stored and the models never saw it (coding/bypass.py)."""
     stored = payload is None
     body = raw if stored else payload
     crlf = coded_len is not None
     if crlf and not eol:
         raise ValueError("a CRLF frame needs a recipe with eol")
-    field = (4 * len(body) + 2 * crlf + stored) if eol else (2 * len(body) + stored)
+    if bypassed and not (bypass and stored and not crlf):
+        raise ValueError("a bypassed frame is a stored frame of a recipe with bypass")
+    field = len(body)
+    if eol:
+        field = 2 * field + crlf
+    if bypass:
+        field = 2 * field + bypassed
+    field = 2 * field + stored
     return (encode_varint(len(raw)) + encode_varint(field)
             + (encode_varint(coded_len) if crlf else b"")
             + struct.pack("<I", zlib.crc32(raw)) + body)
@@ -180,6 +189,7 @@ class FrameHead:
     crc: int
     coded_len: int  # bytes the models ran over: raw_len, or fewer for CRLF text (crlf)
     crlf: bool = False  # CRLF text, coded without its CRs (coding/eol.py)
+    bypassed: bool = False  # stored, and the models never saw it (coding/bypass.py)
 
 
 @dataclass
@@ -191,13 +201,15 @@ class Frame:
     stored: bool  # payload is the raw bytes (coding would have expanded them)
     coded_len: int  # as FrameHead
     crlf: bool = False
+    bypassed: bool = False
 
 
-def read_frame_head(f: BinaryIO, index: int, total: int, eol: bool = False
-                    ) -> FrameHead | None:
+def read_frame_head(f: BinaryIO, index: int, total: int, eol: bool = False,
+                    bypass: bool = False) -> FrameHead | None:
     """The head of frame `index`, or None after the end marker and the trailer, whose total
-    must equal `total` (the raw bytes of the frames before). eol: the stream's recipe has
-    the field (a CRLF bit in the head). At most MAX_FRAME_HEAD bytes."""
+    must equal `total` (the raw bytes of the frames before). eol, bypass: the stream's
+    recipe has the field (a CRLF bit, a bypass bit in the head). At most MAX_FRAME_HEAD
+    bytes."""
     raw_len = _read_varint(f, f"frame {index}")
     if raw_len == 0:
         declared = _read_varint(f, "trailer")
@@ -208,8 +220,11 @@ def read_frame_head(f: BinaryIO, index: int, total: int, eol: bool = False
     if raw_len > MAX_FRAME:
         raise FormatError(f"corrupt input (frame {index} claims {raw_len} bytes)")
     field = _read_varint(f, f"frame {index}")
-    stored, crlf = bool(field & 1), eol and bool(field & 2)
-    payload_len = field >> (2 if eol else 1)
+    stored, field = bool(field & 1), field >> 1
+    bypassed, field = (bool(field & 1), field >> 1) if bypass else (False, field)
+    crlf, payload_len = (bool(field & 1), field >> 1) if eol else (False, field)
+    if bypassed and (crlf or not stored):
+        raise FormatError(f"corrupt input (frame {index} is bypassed but not stored)")
     coded_len = _read_varint(f, f"frame {index}") if crlf else raw_len
     if crlf and not raw_len <= 2 * coded_len < 2 * raw_len:
         raise FormatError(f"corrupt input (frame {index} has a bad coded length)")
@@ -217,17 +232,17 @@ def read_frame_head(f: BinaryIO, index: int, total: int, eol: bool = False
             else payload_len > max_payload(coded_len) or payload_len % 4):
         raise FormatError(f"corrupt input (frame {index} has a bad payload length)")
     (crc,) = struct.unpack("<I", _read_exact(f, 4, f"frame {index}"))
-    return FrameHead(index, raw_len, payload_len, stored, crc, coded_len, crlf)
+    return FrameHead(index, raw_len, payload_len, stored, crc, coded_len, crlf, bypassed)
 
 
-def read_frames(f: BinaryIO, eol: bool = False) -> Iterator[Frame]:
+def read_frames(f: BinaryIO, eol: bool = False, bypass: bool = False) -> Iterator[Frame]:
     """Yield frames until the end marker; checks the trailer's total length."""
     total = 0
     index = 0
-    while (head := read_frame_head(f, index, total, eol)) is not None:
+    while (head := read_frame_head(f, index, total, eol, bypass)) is not None:
         payload = _read_exact(f, head.payload_len, f"frame {index}")
         yield Frame(index, head.raw_len, head.crc, payload, head.stored, head.coded_len,
-                    head.crlf)
+                    head.crlf, head.bypassed)
         total += head.raw_len
         index += 1
 
@@ -264,7 +279,7 @@ def read_member(f: BinaryIO, first: bool, limit: int) -> tuple[bytes, bool] | No
             return None
         index = total = 0
         while rec.size <= limit:
-            head = read_frame_head(rec, index, total, recipe.eol)
+            head = read_frame_head(rec, index, total, recipe.eol, recipe.bypass)
             if head is None:
                 return b"".join(rec.parts), True
             _read_exact(rec, head.payload_len, f"frame {index}")
