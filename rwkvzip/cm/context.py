@@ -96,6 +96,7 @@ STATE.add_each(*(f"x86.{name}" for name in (
     "pfx", "npfx", "modrm", "imm", "op_at", "field_at", "ops", "same")))
 STATE.add("x86.last", 1 << 10)
 STATE.add("x86.targets", 1 << 12)
+STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))
 STATE.add("delta.row", 4)  # the next byte's histograms' rows, one a delta.INPUTS

@@ -7,14 +7,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, sheet, syntax, x86
+from rwkvzip.cm import delta, exe, image, sheet, sparse, syntax, x86
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
-                   "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le")
+                   "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse")
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,10 @@ class MixConfig:
     operands are coded with their target in place of their displacement (needs exe);
     exe_le: the executable model also finds little-endian words (AArch64, POWER little-endian)
     by their signature words and reads their class from their top byte, and with exe_calls
-    AArch64's near bl and adrp take their targets (needs exe). A field
+    AArch64's near bl and adrp take their targets (needs exe); sparse: the sparse model
+    (cm/sparse.py): while the data is binary and no other model reads its structure, the
+    word, text and spreadsheet kinds' slots carry contexts of bytes further back and pairs
+    with gaps (needs exe). A field
     at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -109,6 +112,7 @@ class MixConfig:
     exe_words: bool = False
     x86: bool = False
     exe_le: bool = False
+    sparse: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -119,9 +123,10 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if (self.exe_calls or self.exe_words or self.x86 or self.exe_le) and not self.exe:
-            raise ValueError("exe_calls, exe_words, exe_le and x86 need exe (the executable "
-                             "model)")
+        if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse) and (
+                not self.exe):
+            raise ValueError("exe_calls, exe_words, exe_le, x86 and sparse need exe (the "
+                             "executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -199,6 +204,7 @@ class MixArrays:
         sheet.start_state(S, cfg.orders, cfg.sheet_expect, expect_base)
         exe.start_state(S, cfg.exe, cfg.exe_calls, cfg.exe_words, cfg.exe_le)
         x86.start_state(S, cfg.x86)
+        sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)

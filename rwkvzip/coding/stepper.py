@@ -62,7 +62,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, delta, exe, image, mixer, sheet, syntax, x86
+from rwkvzip.cm import context, delta, exe, image, mixer, sheet, sparse, syntax, x86
 from rwkvzip.coding import coder
 from rwkvzip.net.common import (
     D_V,
@@ -256,6 +256,7 @@ def learn_mixing(symbol, j, mixing, path):
     syntax.next_contexts(S)
     exe.next_contexts(S, HB)
     x86.next_contexts(S, HB)
+    sparse.next_contexts(S)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)

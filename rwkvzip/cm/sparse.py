@@ -1,0 +1,92 @@
+"""The sparse model: contexts of binary data that skip bytes, for data no other model reads.
+
+Bytecode, object code of ISAs without a model of their own (Thumb-2, z/Architecture,
+WebAssembly, the JVM's and CPython's bytecode), tables and packed records: a byte there
+depends on bytes two, three or four back as much as on the last one, through fields of
+fixed or varying width that contexts of the last k bytes dilute with everything between.
+paq8's sparse model gives such data contexts of single bytes further back and of pairs with
+gaps; this one does the same in the slots of the word, text and spreadsheet kinds (words,
+lines and records mean nothing in such data), so it adds no slot and text pays nothing.
+
+It runs in recipes with the mix field `sparse` (needs `exe`, whose measure of binary data it
+uses) and is live while the data is binary (exe.py's control-byte measure: a control byte
+in LIVE_CONTROL of the recent ones, which text in any encoding does not have), no other
+model that knows the data's structure is live (exe.py's words, x86.py's instructions, the
+spreadsheet's record chain, a 1-bit image of long rows). While live it sets, for the next
+byte, with a(k) the byte k back and z the bytes since the last zero byte (capped at 15):
+
+* the word kind: a(1), a(3);       word_bigram: a(2);        word_trigram: a(2), a(3);
+* word_skip: a(3);                 column: a(1), a(4);       sheet_field: a(2), a(4);
+* sheet_col: the position's parity and a(2);  sheet_above: a(1), a(2), a(4);
+* line_above and sheet_left: a(1) and z.
+
+Everything is integer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rwkvzip.cm import context as cx
+from rwkvzip.cm import exe, x86
+from rwkvzip.cm.history import hash32
+from rwkvzip.ops.jit import jit
+
+# fields of context.STATE: on (the mix field sparse), the bytes since the last zero byte,
+# whether the model is live for the next byte
+S_SP_ON, S_SP_ZERO_RUN, S_SP_LIVE = cx.STATE.offsets("sparse.on", "sparse.zero_run",
+                                                     "sparse.live")
+ZERO_RUN_CAP = 15
+
+
+def start_state(S: np.ndarray, on: bool) -> None:
+    S[S_SP_ON] = int(on)
+
+
+@jit
+def is_live(S):
+    if S[exe.S_EXE_CONTROL] < exe.LIVE_AT or S[exe.S_EXE_SEL] >= 0 or S[x86.S_X86_SEL] >= 0:
+        return False
+    return not exe.structure_known(S)
+
+
+@jit
+def byte_back(hist, k):
+    return (hist >> (8 * (k - 1))) & 0xFF
+
+
+@jit
+def next_contexts(S):
+    """After x86.next_contexts: while live, the sparse contexts of the next byte."""
+    if S[S_SP_ON] == 0:
+        return
+    hist = S[cx.S_HIST]
+    S[S_SP_ZERO_RUN] = 0 if hist & 0xFF == 0 else min(S[S_SP_ZERO_RUN] + 1, ZERO_RUN_CAP)
+    S[S_SP_LIVE] = int(is_live(S))
+    if S[S_SP_LIVE] == 0:
+        return
+    a1, a2, a3, a4 = byte_back(hist, 1), byte_back(hist, 2), byte_back(hist, 3), byte_back(
+        hist, 4)
+    for m in range(S[cx.S_K]):
+        k = S[cx.S_ORDERS + m]
+        if k == cx.WORD_ORDER:
+            x = (1 << 16) | (a1 << 8) | a3
+        elif k == cx.KIND_WORD_BIGRAM:
+            x = (2 << 16) | a2
+        elif k == cx.KIND_WORD_TRIGRAM:
+            x = (3 << 16) | (a2 << 8) | a3
+        elif k == cx.KIND_WORD_SKIP:
+            x = (4 << 16) | a3
+        elif k == cx.KIND_COLUMN:
+            x = (5 << 16) | (a1 << 8) | a4
+        elif k == cx.KIND_SHEET_FIELD:
+            x = (6 << 16) | (a2 << 8) | a4
+        elif k == cx.KIND_SHEET_COL:
+            x = (7 << 16) | ((S[cx.S_POS] & 1) << 8) | a2
+        elif k == cx.KIND_SHEET_ABOVE:
+            x = (8 << 24) | (a1 << 16) | (a2 << 8) | a4
+        elif k == cx.KIND_LINE_ABOVE or k == cx.KIND_SHEET_LEFT:  # noqa: SIM109 - numba
+            x = (9 << 16) | (a1 << 8) | S[S_SP_ZERO_RUN]
+        else:
+            continue
+        S[cx.S_CTX + m] = hash32(x * 0x2545F491 + 0x6A09E667)
