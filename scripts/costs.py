@@ -25,14 +25,19 @@ from tune import candidate
 
 def byte_costs(data: bytes, recipe, prior=None) -> np.ndarray:
     """Bits each byte of `data` costs under the recipe, from a fresh predictor, frame by
-    frame as the compressor cuts them (a CR that a frame of CRLF text drops costs 0)."""
+    frame as the compressor cuts them (a CR that a frame of CRLF text drops costs 0; a frame
+    that bypasses the models, with the recipe field bypass, 8 bits a byte)."""
     from rwkvzip.api import frames_of, new_predictor
-    from rwkvzip.coding import eol
+    from rwkvzip.coding import bypass, eol
     from rwkvzip.coding.codec import frame_blocks
 
     predictor = new_predictor(recipe, prior)
+    skip = bypass.Bypass(bypass.history_bytes(recipe)) if recipe.bypass else None
     costs = []
     for raw in frames_of(data, recipe):
+        if skip is not None and skip.decide(raw):
+            costs.append(np.full(len(raw), 8.0))
+            continue
         coded, crlf = eol.coded_view(raw, recipe.eol)
         buf = np.frombuffer(coded, dtype=np.uint8).copy()
         bits = -np.log2(np.concatenate([predictor.byte_shares(block)

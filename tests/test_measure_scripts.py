@@ -134,3 +134,16 @@ def test_a_file_argument_may_name_a_corpus_file(sample, tmp_path):
     harness = load_script("harness")
     assert harness.input_path(sample) == sample
     assert harness.input_path(Path("canterbury/sum"), tmp_path) == tmp_path / "canterbury/sum"
+
+
+def test_costs_of_a_bypassed_frame_are_its_bytes():
+    from dataclasses import replace
+
+    from rwkvzip.coding.container import MAX_FRAME
+    from rwkvzip.recipe import preset_by_name
+
+    costs = load_script("costs")
+    recipe = replace(preset_by_name("fast-v2").recipe, bypass=True)
+    noise = np.random.default_rng(1).integers(0, 256, MAX_FRAME, dtype=np.uint8).tobytes()
+    bits = costs.byte_costs(noise + TEXT, recipe)
+    assert (bits[:MAX_FRAME] == 8).all() and bits[MAX_FRAME:].mean() < 6
