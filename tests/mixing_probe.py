@@ -32,3 +32,17 @@ def fed(data: bytes, mix: MixConfig) -> MixArrays:
         mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
         stepper.learn_mixing(byte, 0, mixing, False)
     return arrays
+
+
+def coded_as_learned(data: bytes, recipe: Recipe) -> bool:
+    """Whether coding the data as one frame and learning it uncoded (a stored frame) leave
+    the same context models, and the data decodes: a model's transform of the bytes in
+    the codec's blocks (exe.py's, x86.py's) must leave every side alike."""
+    from rwkvzip.coding import codec
+
+    coded, learned = codec.Predictor(recipe), codec.Predictor(recipe)
+    coded.encode_frame(data)
+    learned.learn_frame(data)
+    return (np.array_equal(coded.mixing.S, learned.mixing.S)
+            and np.array_equal(coded.mixing.CT, learned.mixing.CT)
+            and api.decompress(api.compress(data, recipe)) == data)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from mixing_probe import fed, payload
+from mixing_probe import coded_as_learned, fed, payload
 
 from rwkvzip import api
 from rwkvzip.cm import context, exe, sheet
@@ -147,14 +147,7 @@ def test_calls_across_kernel_blocks_are_left_alike_by_every_side():
     data = bytearray(b"x" + calling_code() * 4)  # words start at 1 mod 4
     for at in range(codec.ENCODE_BLOCK - 3, len(data) - 4, codec.ENCODE_BLOCK):
         data[at:at + 4] = (0x40000000 | (at * 7 & 0x3FFFFF)).to_bytes(4, "big")  # straddles
-    data = bytes(data)
-    recipe = Recipe(mix=CALLS)
-    coded, learned = codec.Predictor(recipe), codec.Predictor(recipe)
-    coded.encode_frame(data)
-    learned.learn_frame(data)
-    assert np.array_equal(coded.mixing.S, learned.mixing.S)
-    assert np.array_equal(coded.mixing.CT, learned.mixing.CT)
-    assert api.decompress(api.compress(data, recipe)) == data
+    assert coded_as_learned(bytes(data), Recipe(mix=CALLS))
 
 
 def test_only_calls_in_code_take_their_targets():

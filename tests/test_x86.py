@@ -6,7 +6,7 @@ code better."""
 from dataclasses import replace
 
 import numpy as np
-from mixing_probe import fed, payload
+from mixing_probe import coded_as_learned, fed, payload
 
 from rwkvzip import api
 from rwkvzip.cm import context, exe, x86
@@ -169,14 +169,7 @@ def test_calls_across_kernel_blocks_are_left_alike_by_every_side():
     data = bytearray(calling_code(400))
     for at in range(codec.ENCODE_BLOCK - 3, len(data) - 8, codec.ENCODE_BLOCK):
         data[at - 1:at + 4] = b"\xe8" + (at & 0xFFFF).to_bytes(4, "little")  # straddles
-    data = bytes(data)
-    recipe = Recipe(mix=X86)
-    coded, learned = codec.Predictor(recipe), codec.Predictor(recipe)
-    coded.encode_frame(data)
-    learned.learn_frame(data)
-    assert np.array_equal(coded.mixing.S, learned.mixing.S)
-    assert np.array_equal(coded.mixing.CT, learned.mixing.CT)
-    assert api.decompress(api.compress(data, recipe)) == data
+    assert coded_as_learned(bytes(data), Recipe(mix=X86))
 
 
 def test_the_contexts_follow_the_instruction():

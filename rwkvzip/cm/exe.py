@@ -328,16 +328,29 @@ CALL_OP = 0x40000000
 
 
 @jit(inline="always")
-def is_near_call(w):
+def is_near(w, forward, backward):
+    """Whether a call word's top ten bits are those of a near one (forward or backward)."""
     top = w >> 22
-    return top == NEAR_FORWARD or top == NEAR_BACKWARD  # noqa: SIM109 - numba: ints
+    return top == forward or top == backward  # noqa: SIM109 - numba: ints
+
+
+@jit(inline="always")
+def near_word(field, op, sign_bits):
+    """A near call's word: its opcode bits, the 23-bit field, and the field's sign bit
+    copied into the bits between (sign_bits)."""
+    field &= CALL_FIELD
+    return op | field | (sign_bits if field >> 22 else 0)
+
+
+@jit(inline="always")
+def is_near_call(w):
+    return is_near(w, NEAR_FORWARD, NEAR_BACKWARD)
 
 
 @jit(inline="always")
 def call_word(field):
     """A near call's word with the 23-bit field (its sign bit copied into bits 29 ... 23)."""
-    field &= CALL_FIELD
-    return CALL_OP | field | (CALL_SIGN_BITS if field >> 22 else 0)
+    return near_word(field, CALL_OP, CALL_SIGN_BITS)
 
 
 @jit(inline="always")
@@ -374,14 +387,12 @@ BL_OP = 0x94000000
 
 @jit(inline="always")
 def is_near_bl(w):
-    top = w >> 22
-    return top == BL_NEAR_FORWARD or top == BL_NEAR_BACKWARD  # noqa: SIM109 - numba: ints
+    return is_near(w, BL_NEAR_FORWARD, BL_NEAR_BACKWARD)
 
 
 @jit(inline="always")
 def bl_word(field):
-    field &= CALL_FIELD
-    return BL_OP | field | (BL_SIGN_BITS if field >> 22 else 0)
+    return near_word(field, BL_OP, BL_SIGN_BITS)
 
 
 # AArch64's adrp (bit 31 set, bits 28-24 10000) holds a 21-bit page displacement, immlo in
