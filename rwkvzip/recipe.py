@@ -274,6 +274,7 @@ class PresetCard:
     name: str
     description: str
     recipe: Recipe
+    draft: bool = False  # not yet released: free to change, no golden vector (CONTRIBUTING)
 
 
 @lru_cache(maxsize=1)
@@ -285,7 +286,7 @@ def preset_cards() -> dict[int, PresetCard]:
             continue
         d = json.loads(entry.read_text())
         card = PresetCard(int(d["id"]), d["name"], d["description"],
-                          Recipe.from_dict(d["recipe"]))
+                          Recipe.from_dict(d["recipe"]), bool(d.get("draft", False)))
         if card.id in cards:
             raise RuntimeError(f"preset id {card.id} is used twice")
         cards[card.id] = card

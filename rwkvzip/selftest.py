@@ -151,11 +151,11 @@ def run(verbose: bool = False, directory: Traversable | None = None,
 
 
 def missing(vectors: list[Vector]) -> list[tuple[str, Recipe, str | None, str]]:
-    """(name, recipe, preset, input) of every vector that a preset card, or one recipe for
-    each architecture, still lacks."""
+    """(name, recipe, preset, input) of every vector that a released preset card, or one
+    recipe for each architecture, still lacks (a draft card gets its vector at release)."""
     have = {v.name for v in vectors}
     todo = [(card.name + suffix, card.recipe, card.name, source)
-            for card in sorted(preset_cards().values(), key=lambda c: c.id)
+            for card in sorted(preset_cards().values(), key=lambda c: c.id) if not card.draft
             for suffix, source in inputs_for(card.recipe) if card.name + suffix not in have]
     covered = {v.recipe.arch for v in vectors} | {r.arch for _, r, _, _ in todo}
     for arch in ARCHS:
