@@ -7,8 +7,10 @@ says the models never saw it: neither side runs them over it, so such data goes 
 the speed of a CRC. The decision is the encoder's alone (the decoder reads the bit), so it
 may use any test; this one is cheap and careful:
 
-* the frame's order-0 entropy is at least ENTROPY_MIN bits a byte (so coding its bytes by
-  their frequencies alone would save at most 0.1 %), and
+* the frame's bytes are as evenly spread as random bytes (`looks_flat`: the sum of the
+  squared byte counts at most FLAT_SLACK over what n random bytes give on average, so the
+  order-2 Renyi entropy is at least 7.99 bits a byte, the Shannon entropy more, and coding
+  the bytes by their frequencies alone would save under 0.1 %), and
 * no run of GRAM bytes at the frame's sampled places (content-defined: where a hash of
   the run has its low SAMPLE_BITS bits zero, about one place in 32) occurs twice in it or in
   the frames the models saw within `history` bytes before it: the match model would find
@@ -27,19 +29,20 @@ import numpy as np
 
 from rwkvzip.recipe import Recipe
 
-ENTROPY_MIN = 7.99  # bits a byte: above this a frame's byte frequencies say nothing
+FLAT_SLACK = (1005, 1000)  # the squared counts' sum may exceed a random sample's by 0.5 %
 GRAM = 8  # bytes of a run whose repeat counts
 SAMPLE_BITS = 5  # a place is sampled when its run's hash has these low bits zero
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 
-def order0_entropy(data: np.ndarray) -> float:
-    """Bits a byte of the bytes' own frequencies, with the Miller-Madow correction (a
-    sample's frequencies look less even than the source's: 64 KB of random bytes measure
-    7.997 bits a byte, and the correction puts back about 0.003)."""
-    counts = np.bincount(data, minlength=256)
-    p = counts[counts > 0] / len(data)
-    return float(-(p * np.log2(p)).sum() + (len(p) - 1) / (2 * len(data) * np.log(2)))
+def looks_flat(data: np.ndarray) -> bool:
+    """Whether the byte counts c are as even as n random bytes': sum c^2 within FLAT_SLACK
+    of its mean n + n (n - 1) / 256 for random bytes. Integers only, so every machine
+    decides alike (the decision is in the frame head)."""
+    n = len(data)
+    squares = int((np.bincount(data, minlength=256).astype(np.int64) ** 2).sum())
+    more, base = FLAT_SLACK
+    return 256 * squares * base <= more * (256 * n + n * (n - 1))
 
 
 def sampled_runs(data: np.ndarray) -> np.ndarray:
@@ -76,7 +79,7 @@ class Bypass:
         """Whether this frame bypasses the models; a frame that does not is remembered."""
         data = np.frombuffer(raw, dtype=np.uint8)
         runs = sampled_runs(data)
-        if len(data) == 0 or order0_entropy(data) < ENTROPY_MIN or self._repeats(runs):
+        if len(data) == 0 or not looks_flat(data) or self._repeats(runs):
             self._seen.append((len(data), runs))
             self._seen_bytes += len(data)
             while self._seen and self._seen_bytes - self._seen[0][0] >= self.history:
