@@ -2,12 +2,16 @@
 half and a test half (the data is never committed: this script and its manifest rebuild it).
 
     python scripts/exe_corpus.py [--manifest scripts/exe_corpus.json] [--out DIR]
-        [--only debian,debian_java,pypi,npm,pyc] [--dry-run]
+        [--only debian,debian_pool,debian_java,pypi,npm,pyc] [--dry-run]
 
 Sources (scripts/exe_corpus.json names every package, its half and its version or suite):
   debian       `apt-get download PKG:ARCH` for each architecture (dpkg learns the foreign
                architectures and apt updates its lists once; needs root), `dpkg-deb -x`;
                ELF programs and libraries
+  debian_pool  the same packages for architectures the host's suite lacks (riscv64 is in
+               trixie, not bookworm): the suite's Packages index is read from the mirror,
+               each .deb fetched from its pool and checked against its SHA-256, `dpkg-deb -x`
+               (no root, no change to apt); `renames` maps a package to its name there
   debian_java  a Debian Java package's jars; their .class files, joined per jar
   pypi         `pip download --platform P --only-binary=:all: --no-deps` for Windows and
                macOS; the wheels' PE (.pyd) and Mach-O (.so) files
@@ -27,12 +31,14 @@ import argparse
 import compileall
 import hashlib
 import json
+import lzma
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
 import tempfile
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +48,7 @@ from harness import ROOT
 MANIFEST = Path(__file__).with_name("exe_corpus.json")
 DEFAULT_OUT = ROOT.parent / "exe-corpus"
 HALVES = ("tune", "test")
-SOURCES = ("debian", "debian_java", "pypi", "npm", "pyc")
+SOURCES = ("debian", "debian_pool", "debian_java", "pypi", "npm", "pyc")
 
 
 def container_of(head: bytes) -> str | None:
@@ -123,6 +129,33 @@ class Builder:
                     self.run(["dpkg-deb", "-x", str(deb), str(where / "x")])
                 self.keep(list(_files_under(where / "x")), half, "debian", package, arch)
 
+    def debian_pool(self, work: Path) -> None:
+        spec, packages = self.spec["debian_pool"], self.spec["debian"]["packages"]
+        for arch in spec["archs"]:
+            index_url = f"{spec['mirror']}/dists/{spec['suite']}/main/binary-{arch}/Packages.xz"
+            if self.dry_run:
+                print(f"+ read {index_url}")
+                index = {}
+            else:
+                index = _packages_index(lzma.decompress(_fetch(index_url)))
+            for package, half in packages.items():
+                name = spec.get("renames", {}).get(package, package)
+                if self.dry_run:
+                    print(f"+ fetch {name}:{arch} from {spec['mirror']}/pool, dpkg-deb -x")
+                    continue
+                if name not in index:
+                    raise SystemExit(f"exe_corpus: {name} is not in {spec['suite']} {arch}")
+                filename, sha256 = index[name]
+                blob = _fetch(f"{spec['mirror']}/{filename}")
+                if hashlib.sha256(blob).hexdigest() != sha256:
+                    raise SystemExit(f"exe_corpus: {filename}: SHA-256 differs from the index")
+                where = work / f"{package}-{arch}"
+                where.mkdir(parents=True, exist_ok=True)
+                deb = where / Path(filename).name
+                deb.write_bytes(blob)
+                self.run(["dpkg-deb", "-x", str(deb), str(where / "x")])
+                self.keep(list(_files_under(where / "x")), half, "debian", package, arch)
+
     def debian_java(self, work: Path) -> None:
         for package, half in self.spec["debian_java"]["packages"].items():
             where = work / package
@@ -199,6 +232,22 @@ class Builder:
                              "sha256": hashlib.sha256(joined).hexdigest(), "slice": False})
 
 
+def _fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=120) as response:
+        return response.read()
+
+
+def _packages_index(text: bytes) -> dict[str, tuple[str, str]]:
+    """A Debian Packages index: each package's pool file and its SHA-256."""
+    index = {}
+    for stanza in text.decode("utf-8", "replace").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines()
+                      if ": " in line and not line.startswith(" "))
+        if "Package" in fields and "Filename" in fields:
+            index[fields["Package"]] = (fields["Filename"], fields["SHA256"])
+    return index
+
+
 def _files_under(root: Path) -> Iterator[tuple[str, bytes]]:
     for path in sorted(root.rglob("*")):
         if path.is_file() and not path.is_symlink():
@@ -209,7 +258,7 @@ def check_manifest(spec: dict) -> None:
     """Every package in one half, and no package in both."""
     seen: dict[str, str] = {}
     for source in SOURCES:
-        section = spec[source]
+        section = spec.get(source, {})
         packages = section.get("packages", section.get("stdlib", {}))
         for package, half in packages.items():
             if half not in HALVES:

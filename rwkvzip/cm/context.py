@@ -96,6 +96,12 @@ STATE.add_each(*(f"x86.{name}" for name in (
     "pfx", "npfx", "modrm", "imm", "op_at", "field_at", "ops", "same")))
 STATE.add("x86.last", 1 << 10)
 STATE.add("x86.targets", 1 << 12)
+# the RISC-V model's (riscv.py): its setting and evidence, the instruction follower's state,
+# where the last instruction with each first byte started
+STATE.add_each(*(f"rv.{name}" for name in (
+    "on", "sel", "seen", "run_parity", "run_end", "run", "start", "len", "prev", "classes",
+    "same", "mark_at", "mark_op")))
+STATE.add("rv.last", 256)
 STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))

@@ -7,14 +7,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, sheet, sparse, syntax, x86
+from rwkvzip.cm import delta, exe, image, riscv, sheet, sparse, syntax, x86
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
 # Fields added after the first mixing cards: left out of a recipe's JSON at their default.
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
-                   "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse")
+                   "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
+                   "riscv")
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,11 @@ class MixConfig:
     AArch64's near bl and adrp take their targets (needs exe); sparse: the sparse model
     (cm/sparse.py): while the data is binary and no other model reads its structure, the
     word, text and spreadsheet kinds' slots carry contexts of bytes further back and pairs
-    with gaps (needs exe). A field
-    at its default is left out of the recipe's JSON (recipes from before it keep theirs).
+    with gaps (needs exe); riscv: the RISC-V model (cm/riscv.py): while the data is RISC-V
+    code, those slots carry contexts of the instruction (its place and bytes so far, the
+    classes before, the same place of the last one with its first byte), the second selector
+    follows the place and class, and jal and auipc are coded with their target (needs exe).
+    A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
@@ -113,6 +117,7 @@ class MixConfig:
     x86: bool = False
     exe_le: bool = False
     sparse: bool = False
+    riscv: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -123,10 +128,10 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse) and (
-                not self.exe):
-            raise ValueError("exe_calls, exe_words, exe_le, x86 and sparse need exe (the "
-                             "executable model)")
+        if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
+                or self.riscv) and not self.exe:
+            raise ValueError("exe_calls, exe_words, exe_le, x86, riscv and sparse need exe "
+                             "(the executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -204,6 +209,7 @@ class MixArrays:
         sheet.start_state(S, cfg.orders, cfg.sheet_expect, expect_base)
         exe.start_state(S, cfg.exe, cfg.exe_calls, cfg.exe_words, cfg.exe_le)
         x86.start_state(S, cfg.x86)
+        riscv.start_state(S, cfg.riscv)
         sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)

@@ -62,7 +62,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, delta, exe, image, mixer, sheet, sparse, syntax, x86
+from rwkvzip.cm import context, delta, exe, image, mixer, riscv, sheet, sparse, syntax, x86
 from rwkvzip.coding import coder
 from rwkvzip.net.common import (
     D_V,
@@ -256,6 +256,7 @@ def learn_mixing(symbol, j, mixing, path):
     syntax.next_contexts(S)
     exe.next_contexts(S, HB)
     x86.next_contexts(S, HB)
+    riscv.next_contexts(S, HB)
     sparse.next_contexts(S)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
@@ -389,12 +390,14 @@ def learning_kernel(name: str, arch: int, path: bool):
             if mixed:
                 exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             advance(int(data[t]), arch, path, net, train, mixing)
             if mixed:
                 exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run.__name__ = run.__qualname__ = name  # its own name, and its own cache file
@@ -414,6 +417,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
             if mixed:
                 exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             symbol = int(data[t])
@@ -424,6 +428,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
             if mixed:
                 exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run_fixed.__name__ = run_fixed.__qualname__ = name
