@@ -58,6 +58,17 @@ def test_a_dry_run_prints_the_fetches(script, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "apt-get download -q busybox:ppc64el" in printed
     assert "--platform win_amd64" in printed and "npm pack --silent sql.js@1.13.0" in printed
+    assert "binary-riscv64/Packages.xz" in printed and "libssl3t64:riscv64" in printed
     assert not list(tmp_path.iterdir())
     with pytest.raises(SystemExit):
         script.main(["--dry-run", "--only", "debian,floppies"])
+
+
+def test_a_packages_index_gives_each_package_its_pool_file(script):
+    index = script._packages_index(
+        b"Package: bash\nVersion: 5.2\nDescription: shell\n multi-line: text\n"
+        b"Filename: pool/main/b/bash/bash_5.2_riscv64.deb\nSHA256: ab12\n\n"
+        b"Package: zstd\nFilename: pool/main/libz/zstd.deb\nSHA256: cd34\n\n"
+        b"Package: virtual-only\nVersion: 1\n")
+    assert index == {"bash": ("pool/main/b/bash/bash_5.2_riscv64.deb", "ab12"),
+                     "zstd": ("pool/main/libz/zstd.deb", "cd34")}
