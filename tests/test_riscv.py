@@ -114,12 +114,25 @@ def test_live_on_riscv_code_and_not_on_text_or_other_data():
     assert payload(other, RISCV) == payload(other, SMALL)
 
 
-def test_one_ret_is_not_evidence_nor_two_far_apart():
-    one = bytes(100) + half(riscv.C_RET) + bytes(100)
+EPILOGUE = half(0x6105) + half(riscv.C_RET)  # c.addi16sp sp, 32; c.ret
+
+
+def test_one_ret_is_not_evidence_nor_two_far_apart_nor_rets_without_an_epilogue():
+    one = bytes(100) + EPILOGUE + bytes(100)
     assert fed(one, RISCV).S[riscv.S_RV_SEEN] == -1
-    apart = one + bytes(riscv.SIGNATURE_GAP) + half(riscv.C_RET)
+    apart = one + bytes(riscv.SIGNATURE_GAP) + EPILOGUE
     assert fed(apart, RISCV).S[riscv.S_RV_SEEN] == -1
-    assert fed(one + half(riscv.C_RET), RISCV).S[riscv.S_RV_SEEN] > 0
+    assert fed(one + EPILOGUE, RISCV).S[riscv.S_RV_SEEN] > 0
+    bare = (bytes(10) + half(riscv.C_RET)) * 20  # c.ret after a halfword that frees nothing
+    assert fed(bare, RISCV).S[riscv.S_RV_SEEN] == -1
+
+
+def test_cjk_and_hangul_text_is_not_riscv_code():
+    """UTF-8 has the bytes of c.ret (82 80) in U+3080, U+B080 and other characters."""
+    text = ("むかしむかし、あるところに。낀 退 " * 120).encode()
+    assert text.count(b"\x82\x80") > 200
+    assert fed(text, RISCV).S[riscv.S_RV_SEEN] == -1
+    assert payload(text, RISCV) == payload(text, SMALL)
 
 
 def test_yields_to_the_word_and_x86_models():

@@ -163,6 +163,19 @@ def test_calls_code_smaller_by_their_targets_and_decode():
         assert changed > 0.8 * len(places) > 10
 
 
+def test_conditional_jumps_keep_their_displacement():
+    """jcc rel32 stays inside its function: copies of a function match byte for byte."""
+    jcc = bytes.fromhex("0f 84 10 00 00 00 48 89 e5")  # je +16; mov rbp, rsp
+    data = TEXT + calling_code(240) + jcc * 50 + calling_code(20, seed=9)
+    block = np.frombuffer(data, dtype=np.uint8).copy()
+    predictor = codec.Predictor(Recipe(mix=X86))
+    predictor.advance(block, predictor._no_rows, coder.ADVANCE, predictor._no_decoder)
+    assert fed(data[:len(data) - 200], X86).S[x86.S_X86_SEL] >= 0  # live there
+    at = len(TEXT) + len(calling_code(240))
+    assert block.tobytes()[at:at + 50 * len(jcc)] == jcc * 50
+    assert api.decompress(api.compress(data, Recipe(mix=X86))) == data
+
+
 def test_calls_across_kernel_blocks_are_left_alike_by_every_side():
     """A displacement that straddles two of the codec's blocks stays as it is: coding a
     frame and learning it uncoded (a stored frame) leave the same model, and it decodes."""

@@ -22,11 +22,14 @@ code (keeping to exe.py's measure of binary data there, as the word model does, 
 an executable's data than the text contexts). While not live it changes nothing: text and
 other data code exactly as without it.
 
-While live, near calls and jumps (E8, E9, 0F 80-8F) are coded with their target in place of
-their displacement (`calls_before_byte`, the idea of xz's x86 BCJ filter applied inside the
+While live, near calls and jumps (E8, E9) are coded with their target in place of their
+displacement (`calls_before_byte`, the idea of xz's x86 BCJ filter applied inside the
 model), and so are x86-64's RIP-relative operands ([rip + disp32], counted from the
 instruction's end): calls of one function and uses of one global look alike wherever they
-are, so the match model and the contexts learn them. The transform is a bijection of the near
+are, so the match model and the contexts learn them. Conditional jumps (0F 80-8F) keep
+their displacement: they stay inside their function, and copies of a function (inlined or
+specialised code) then match byte for byte (by target: 0.2 % worse on the x86 tuning
+slices, 1 % on the duplicated code of a brotli module). The transform is a bijection of the near
 displacements for each place, so the decoder turns it back once the four bytes are in.
 
 Whether 0x40-0x4F are REX prefixes (x86-64) or one-byte instructions (i386) is measured
@@ -357,6 +360,12 @@ def is_branch(op):
 
 
 @jit(inline="always")
+def is_call_or_jump(op):
+    """call and jmp rel32 (E8, E9): the branches the transform codes by target."""
+    return op == 0xE8 or op == 0xE9
+
+
+@jit(inline="always")
 def near_value(v):
     """Whether a 32-bit displacement is near (a signed 25-bit number)."""
     top = v >> 24
@@ -484,7 +493,7 @@ def calls_before_byte(S, data, t, encoding):
     if S[S_X86_LEFT] != 4 or S[S_X86_FIELD_AT] != at:
         return
     stage = S[S_X86_STAGE]
-    if stage == ST_IMM and is_branch(S[S_X86_OP]) and S[S_X86_OP_AT] == at - 1:
+    if stage == ST_IMM and is_call_or_jump(S[S_X86_OP]) and S[S_X86_OP_AT] == at - 1:
         S[S_X86_CALL_END] = at + 4
     elif stage == ST_DISP and S[S_X86_MODRM] & 0xC7 == 5 and is_64(S):  # [rip + disp32]
         S[S_X86_CALL_END] = at + 4 + S[S_X86_IMM]
