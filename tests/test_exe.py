@@ -228,20 +228,37 @@ def test_near_bl_takes_its_target_and_decodes():
     assert api.decompress(api.compress(data, Recipe(mix=LE))) == data
 
 
-def test_power_words_are_words_but_keep_their_bits():
-    """POWER LE's words are found (their classes read from the top byte), but no word of
-    theirs is transformed: AArch64's bl and adrp patterns are other instructions there."""
+def test_power_words_keep_their_bits_but_bl():
+    """POWER LE's words are found (their classes read from the top byte); AArch64's bl and
+    adrp patterns are other instructions there (stw, stwu) and keep their bits, POWER's own
+    bl takes its target, and it decodes."""
     rng = np.random.default_rng(2)
-    words = []
+    words, calls, starts = [], [], []
     for _ in range(200):
+        starts.append(len(words))
         words += [0x7C0802A6, 0x94210000 | int(rng.integers(1 << 16))]  # mflr r0; stwu
         words += [int(rng.integers(1 << 32)) & 0x93FFFFFF for _ in range(6)]  # stw and others
+        calls.append(len(words))
+        words += [0, 0x60000000]  # bl <one of five>; nop
         words += [0x7C0803A6, 0x4E800020]  # mtlr r0; blr
+    for at in calls:
+        callee = starts[int(rng.integers(5))]
+        words[at] = exe.POWER_BL | (((callee - at) & exe.POWER_FIELD) << 2)
     data = b"".join(w.to_bytes(4, "little") for w in words)
     S = fed(data, LE).S
     assert S[exe.S_EXE_ISA] == exe.ISA_POWER_LE and S[exe.S_EXE_SEL] >= 0
     block = np.frombuffer(data, dtype=np.uint8).copy()
     predictor = codec.Predictor(Recipe(mix=LE))
     predictor.advance(block, predictor._no_rows, coder.ADVANCE, predictor._no_decoder)
-    assert block.tobytes() == data
+    seen = block.tobytes()
+    changed = {i for i in range(0, len(data), 4) if seen[i:i + 4] != data[i:i + 4]}
+    bl = {4 * at for at in calls}
+    assert changed <= bl and len(changed) > 0.8 * len(bl)
+    targets = {seen[i:i + 4] for i in changed}
+    assert len(targets) <= 5  # one word per callee
+    for w in (exe.POWER_BL, 0x4BFFFFFD, 0x48123455):
+        assert exe.is_power_bl(w)
+        for words_ in (0, 1, 1 << 23, (1 << 30) + 3):
+            assert exe.power_bl_word(exe.power_bl_word(w, words_), -words_) == w
+    assert not exe.is_power_bl(0x48000000) and not exe.is_power_bl(0x4E800020)
     assert api.decompress(api.compress(data, Recipe(mix=LE))) == data
