@@ -50,10 +50,10 @@ today's machines: AArch64 and POWER little-endian, found by their own signature 
 signature it was). Their words are read little-endian, a word's class is its top byte (the
 last in the stream: AArch64's op0 and the bits that split it, POWER's primary opcode), and
 with exe_calls AArch64's near bl and POWER's bl take their target and AArch64's adrp its
-target page (loads of one global from anywhere look alike). They are live without the control-byte condition (the
-words' contexts do better than the text contexts in the strings between code). On the
-executables corpus's tuning slices they take AArch64 from 3.32 to 3.07 bpb and POWER from
-2.71 to 2.61 at the default level.
+target page (loads of one global from anywhere look alike). They are live without the
+control-byte condition (the words' contexts do better than the text contexts in the strings
+between code). On the executables corpus's tuning slices they take AArch64 from 3.32 to 3.07
+bpb and POWER from 2.71 to 2.61 at the default level.
 """
 
 from __future__ import annotations
