@@ -102,6 +102,11 @@ STATE.add_each(*(f"rv.{name}" for name in (
     "on", "sel", "seen", "run_parity", "run_end", "run", "start", "len", "prev", "classes",
     "same", "mark_at", "mark_op")))
 STATE.add("rv.last", 256)
+# the z/Architecture model's (s390x.py): as the RISC-V model's
+STATE.add_each(*(f"s390x.{name}" for name in (
+    "on", "sel", "seen", "run_parity", "run_end", "run", "start", "len", "ops", "same",
+    "mark_at")))
+STATE.add("s390x.last", 256)
 STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))

@@ -103,7 +103,19 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
     process types them from the first call on, so when it reaches the step while the helper
     is still at it, the two meet in the middle instead of compiling the same kernels in
     step (tests/test_precompile.py checks the calls against learn_mixing's source)."""
-    from rwkvzip.cm import context, delta, exe, image, mixer, riscv, sheet, sparse, syntax, x86
+    from rwkvzip.cm import (
+        context,
+        delta,
+        exe,
+        image,
+        mixer,
+        riscv,
+        s390x,
+        sheet,
+        sparse,
+        syntax,
+        x86,
+    )
     from rwkvzip.coding import stepper
     from rwkvzip.ops import ALPHABET
 
@@ -115,6 +127,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
         (exe.next_contexts, (m.S, m.HB)),
         (x86.next_contexts, (m.S, m.HB)),
         (riscv.next_contexts, (m.S, m.HB)),
+        (s390x.next_contexts, (m.S, m.HB)),
         (sparse.next_contexts, (m.S,)),
         (delta.next_contexts, (m.CT, m.S, m.HB)),
         (context.match_update, (m.S, m.HB, m.CT)),

@@ -62,7 +62,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, delta, exe, image, mixer, riscv, sheet, sparse, syntax, x86
+from rwkvzip.cm import context, delta, exe, image, mixer, riscv, s390x, sheet, sparse, syntax, x86
 from rwkvzip.coding import coder
 from rwkvzip.net.common import (
     D_V,
@@ -257,6 +257,7 @@ def learn_mixing(symbol, j, mixing, path):
     exe.next_contexts(S, HB)
     x86.next_contexts(S, HB)
     riscv.next_contexts(S, HB)
+    s390x.next_contexts(S, HB)
     sparse.next_contexts(S)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
@@ -391,6 +392,7 @@ def learning_kernel(name: str, arch: int, path: bool):
                 exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                s390x.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             advance(int(data[t]), arch, path, net, train, mixing)
@@ -398,6 +400,7 @@ def learning_kernel(name: str, arch: int, path: bool):
                 exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                s390x.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run.__name__ = run.__qualname__ = name  # its own name, and its own cache file
@@ -418,6 +421,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
                 exe.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                s390x.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             symbol = int(data[t])
@@ -429,6 +433,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
                 exe.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                s390x.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run_fixed.__name__ = run_fixed.__qualname__ = name
