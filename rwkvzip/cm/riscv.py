@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe, x86
+from rwkvzip.cm import exe, follow, x86
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
@@ -107,7 +107,8 @@ def read_byte(S, hist, n):
     if hist & 0xFFFFFFFF == 0x67800000 or (
             hist & 0xFFFF == 0x8280 and closes_frame(((hist >> 24) & 0xFF)
                                                      | (hist & 0xFF0000) >> 8)):
-        follow_evidence(S, n)  # ret, or c.ret after an epilogue's last instruction
+        follow.follow_run(S, S_RV_RUN, S_RV_RUN_PARITY, S_RV_RUN_END, S_RV_SEEN, S_RV_START,
+                          S_RV_LEN, n, SIGNATURE_GAP)  # ret, or c.ret after an epilogue
 
 
 @jit(inline="always")
@@ -121,39 +122,10 @@ def closes_frame(h):
 
 
 @jit
-def follow_evidence(S, n):
-    """A ret ended at n: a second one at its parity within SIGNATURE_GAP of the last is
-    evidence; the next instruction starts at n."""
-    if S[S_RV_RUN] > 0 and S[S_RV_RUN_PARITY] == n & 1 and n - S[S_RV_RUN_END] <= SIGNATURE_GAP:
-        S[S_RV_RUN] = min(S[S_RV_RUN] + 1, 2)
-    else:
-        S[S_RV_RUN] = 1
-        S[S_RV_RUN_PARITY] = n & 1
-    S[S_RV_RUN_END] = n
-    if S[S_RV_RUN] < 2:
-        return
-    S[S_RV_SEEN] = n
-    if S[S_RV_START] != n:
-        S[S_RV_START] = n
-        S[S_RV_LEN] = 0
-
-
-@jit
 def is_live(S):
     if S[S_RV_SEEN] < 0 or S[cx.S_POS] - S[S_RV_SEEN] > SEEN_SPAN:
         return False
     return S[exe.S_EXE_SEL] < 0 and S[x86.S_X86_SEL] < 0 and not exe.structure_known(S)
-
-
-@jit
-def same_byte(S, HB, hmask, n):
-    """The byte at this place of the last instruction that began with this one's first byte
-    (256: none, or out of the history)."""
-    at = S[S_RV_SAME]
-    j = n - S[S_RV_START]
-    if at < 0 or j == 0 or n - at > hmask:
-        return 256
-    return np.int64(HB[(at + j) & hmask])
 
 
 @jit
@@ -176,7 +148,7 @@ def next_contexts(S, HB):
     prev = S[S_RV_PREV]
     rd = destination(prev & 0xFFFFFFFF, prev >> 32)
     hmask = (1 << S[cx.S_HBITS]) - 1
-    same = same_byte(S, HB, hmask, n)
+    same = follow.same_place(S, HB, hmask, n, S_RV_SAME, S_RV_START)
     if j == 0:  # the class before
         key = c1
     elif j == 1:  # the first byte

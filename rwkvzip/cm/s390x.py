@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe, riscv, x86
+from rwkvzip.cm import exe, follow, riscv, x86
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
@@ -105,25 +105,8 @@ def read_byte(S, hist, n):
         S[S_Z_START] = n
         S[S_Z_LEN] = 0
     if hist & 0xFFFFFFFF == EPILOGUE:
-        follow_evidence(S, n)
-
-
-@jit
-def follow_evidence(S, n):
-    """An epilogue ended at n: a second one at its parity within SIGNATURE_GAP of the last
-    is evidence; the next instruction starts at n."""
-    if S[S_Z_RUN] > 0 and S[S_Z_RUN_PARITY] == n & 1 and n - S[S_Z_RUN_END] <= SIGNATURE_GAP:
-        S[S_Z_RUN] = 2
-    else:
-        S[S_Z_RUN] = 1
-        S[S_Z_RUN_PARITY] = n & 1
-    S[S_Z_RUN_END] = n
-    if S[S_Z_RUN] < 2:
-        return
-    S[S_Z_SEEN] = n
-    if S[S_Z_START] != n:
-        S[S_Z_START] = n
-        S[S_Z_LEN] = 0
+        follow.follow_run(S, S_Z_RUN, S_Z_RUN_PARITY, S_Z_RUN_END, S_Z_SEEN, S_Z_START, S_Z_LEN,
+                          n, SIGNATURE_GAP)
 
 
 @jit
@@ -132,17 +115,6 @@ def is_live(S):
         return False
     return (S[exe.S_EXE_SEL] < 0 and S[x86.S_X86_SEL] < 0 and S[riscv.S_RV_SEL] < 0
             and not exe.structure_known(S))
-
-
-@jit
-def same_byte(S, HB, hmask, n):
-    """The byte at this place of the last instruction that began with this one's first byte
-    (256: none, or out of the history)."""
-    at = S[S_Z_SAME]
-    j = n - S[S_Z_START]
-    if at < 0 or j == 0 or n - at > hmask:
-        return 256
-    return np.int64(HB[(at + j) & hmask])
 
 
 @jit
@@ -164,7 +136,7 @@ def next_contexts(S, HB):
     ops = S[S_Z_OPS]
     op1 = ops & OPCODE_MASK
     hmask = (1 << S[cx.S_HBITS]) - 1
-    same = same_byte(S, HB, hmask, n)
+    same = follow.same_place(S, HB, hmask, n, S_Z_SAME, S_Z_START)
     first = (hist >> (8 * (j - 1))) & 0xFF if j > 0 else 0
     key = op1 if j == 0 else (first << 8) | (hist & 0x0F if j == 2 else 0x10 + j)
     S[S_Z_SEL] = (j << 5) | (hash32(key) >> 27)

@@ -1,0 +1,38 @@
+"""Steps the instruction followers of variable-length ISAs share (riscv.py, s390x.py): a run
+of signature instructions as evidence, and the byte at the same place of an earlier
+instruction. Each model passes the offsets of its own fields of context.STATE."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rwkvzip.ops.jit import jit
+
+
+@jit
+def follow_run(S, run, parity, run_end, seen, start, length, n, gap):
+    """A signature instruction ended at n: a second one at its parity within `gap` bytes of
+    the last is evidence (S[seen] = n), and the next instruction starts at n."""
+    if S[run] > 0 and S[parity] == n & 1 and n - S[run_end] <= gap:
+        S[run] = 2
+    else:
+        S[run] = 1
+        S[parity] = n & 1
+    S[run_end] = n
+    if S[run] < 2:
+        return
+    S[seen] = n
+    if S[start] != n:
+        S[start] = n
+        S[length] = 0
+
+
+@jit
+def same_place(S, HB, hmask, n, same, start):
+    """The byte at the next byte's place of the instruction that started at S[same] (256:
+    none, the place is the first, or it is out of the history)."""
+    at = S[same]
+    j = n - S[start]
+    if at < 0 or j == 0 or n - at > hmask:
+        return 256
+    return np.int64(HB[(at + j) & hmask])
