@@ -107,6 +107,11 @@ STATE.add_each(*(f"s390x.{name}" for name in (
     "on", "sel", "seen", "run_parity", "run_end", "run", "start", "len", "ops", "same",
     "mark_at")))
 STATE.add("s390x.last", 256)
+# the Thumb-2 model's (thumb.py): as the RISC-V model's, with the bl targets seen
+STATE.add_each(*(f"thumb.{name}" for name in (
+    "on", "sel", "seen", "hits", "start", "len", "class", "classes", "same", "mark_at")))
+STATE.add("thumb.last", 1 << 11)
+STATE.add("thumb.targets", 1 << 12)
 STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))

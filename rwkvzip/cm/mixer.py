@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, riscv, s390x, sheet, x86
+from rwkvzip.cm import delta, exe, image, riscv, s390x, sheet, thumb, x86
 from rwkvzip.cm.context import (
     S_EXPECT,
     S_K,
@@ -290,8 +290,8 @@ def second_selector(S):
     """The byte that chooses the second mixer's weight set and the second APM's row: the
     previous byte, or while a record chain is followed, the next byte's field (sheet.py), or
     while the data is words, the fields of the word read so far (exe.py), while it is x86
-    code, the instruction's field (x86.py), while it is RISC-V or s390x code, the
-    instruction's place and class (riscv.py, s390x.py)."""
+    code, the instruction's field (x86.py), while it is RISC-V, s390x or Thumb-2 code,
+    the instruction's place and class (riscv.py, s390x.py, thumb.py)."""
     if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_SEL] >= 0:
         return S[sheet.S_SH_SEL]
     if S[exe.S_EXE_SEL] >= 0:
@@ -302,6 +302,8 @@ def second_selector(S):
         return S[riscv.S_RV_SEL]
     if S[s390x.S_Z_SEL] >= 0:
         return S[s390x.S_Z_SEL]
+    if S[thumb.S_T_SEL] >= 0:
+        return S[thumb.S_T_SEL]
     return S[cx.S_HIST] & 0xFF
 
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, riscv, s390x, sheet, sparse, syntax, x86
+from rwkvzip.cm import delta, exe, image, riscv, s390x, sheet, sparse, syntax, thumb, x86
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
@@ -15,7 +15,7 @@ from rwkvzip.ops import memory
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
-                   "riscv", "s390x")
+                   "riscv", "s390x", "thumb")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ class MixConfig:
     classes before, the same place of the last one with its first byte), the second selector
     follows the place and class, and jal and auipc are coded with their target (needs exe);
     s390x: the z/Architecture model (cm/s390x.py), the same for s390x code, with brasl,
-    larl and the C4/C6 families' offsets coded as targets (needs exe).
+    larl and the C4/C6 families' offsets coded as targets (needs exe); thumb: the Thumb-2
+    model (cm/thumb.py), the same for ARM Thumb-2 code, with bl coded by target (needs exe).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -121,6 +122,7 @@ class MixConfig:
     sparse: bool = False
     riscv: bool = False
     s390x: bool = False
+    thumb: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -132,9 +134,9 @@ class MixConfig:
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
-                or self.riscv or self.s390x) and not self.exe:
-            raise ValueError("exe_calls, exe_words, exe_le, x86, riscv, s390x and sparse "
-                             "need exe (the executable model)")
+                or self.riscv or self.s390x or self.thumb) and not self.exe:
+            raise ValueError("exe_calls, exe_words, exe_le, x86, riscv, s390x, thumb and "
+                             "sparse need exe (the executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -214,6 +216,7 @@ class MixArrays:
         x86.start_state(S, cfg.x86)
         riscv.start_state(S, cfg.riscv)
         s390x.start_state(S, cfg.s390x)
+        thumb.start_state(S, cfg.thumb)
         sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)

@@ -11,8 +11,8 @@ lines and records mean nothing in such data), so it adds no slot and text pays n
 It runs in recipes with the mix field `sparse` (needs `exe`, whose measure of binary data it
 uses) and is live while the data is binary (exe.py's control-byte measure: a control byte
 in LIVE_CONTROL of the recent ones, which text in any encoding does not have), no other
-model that knows the data's structure is live (exe.py's words, x86.py's, riscv.py's and
-s390x.py's instructions, the
+model that knows the data's structure is live (exe.py's words, x86.py's, riscv.py's,
+s390x.py's and thumb.py's instructions, the
 spreadsheet's record chain, a 1-bit image of long rows). While live it sets, for the next
 byte, with a(k) the byte k back and z the bytes since the last zero byte (capped at 15):
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe, riscv, s390x, x86
+from rwkvzip.cm import exe, riscv, s390x, thumb, x86
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
@@ -47,7 +47,7 @@ def start_state(S: np.ndarray, on: bool) -> None:
 @jit
 def is_live(S):
     if (S[exe.S_EXE_CONTROL] < exe.LIVE_AT or S[exe.S_EXE_SEL] >= 0 or S[x86.S_X86_SEL] >= 0
-            or S[riscv.S_RV_SEL] >= 0 or S[s390x.S_Z_SEL] >= 0):
+            or S[riscv.S_RV_SEL] >= 0 or S[s390x.S_Z_SEL] >= 0 or S[thumb.S_T_SEL] >= 0):
         return False
     return not exe.structure_known(S)
 
@@ -59,7 +59,7 @@ def byte_back(hist, k):
 
 @jit
 def next_contexts(S):
-    """After s390x.next_contexts: while live, the sparse contexts of the next byte."""
+    """After thumb.next_contexts: while live, the sparse contexts of the next byte."""
     if S[S_SP_ON] == 0:
         return
     hist = S[cx.S_HIST]

@@ -114,6 +114,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
         sheet,
         sparse,
         syntax,
+        thumb,
         x86,
     )
     from rwkvzip.coding import stepper
@@ -128,6 +129,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
         (x86.next_contexts, (m.S, m.HB)),
         (riscv.next_contexts, (m.S, m.HB)),
         (s390x.next_contexts, (m.S, m.HB)),
+        (thumb.next_contexts, (m.S, m.HB)),
         (sparse.next_contexts, (m.S,)),
         (delta.next_contexts, (m.CT, m.S, m.HB)),
         (context.match_update, (m.S, m.HB, m.CT)),

@@ -62,7 +62,20 @@ from collections import namedtuple
 
 import numpy as np
 
-from rwkvzip.cm import context, delta, exe, image, mixer, riscv, s390x, sheet, sparse, syntax, x86
+from rwkvzip.cm import (
+    context,
+    delta,
+    exe,
+    image,
+    mixer,
+    riscv,
+    s390x,
+    sheet,
+    sparse,
+    syntax,
+    thumb,
+    x86,
+)
 from rwkvzip.coding import coder
 from rwkvzip.net.common import (
     D_V,
@@ -258,6 +271,7 @@ def learn_mixing(symbol, j, mixing, path):
     x86.next_contexts(S, HB)
     riscv.next_contexts(S, HB)
     s390x.next_contexts(S, HB)
+    thumb.next_contexts(S, HB)
     sparse.next_contexts(S)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
@@ -393,6 +407,7 @@ def learning_kernel(name: str, arch: int, path: bool):
                 x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 s390x.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                thumb.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             advance(int(data[t]), arch, path, net, train, mixing)
@@ -401,6 +416,7 @@ def learning_kernel(name: str, arch: int, path: bool):
                 x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 s390x.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                thumb.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run.__name__ = run.__qualname__ = name  # its own name, and its own cache file
@@ -422,6 +438,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
                 x86.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 s390x.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                thumb.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             symbol = int(data[t])
@@ -434,6 +451,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
                 x86.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 s390x.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                thumb.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run_fixed.__name__ = run_fixed.__qualname__ = name
