@@ -34,6 +34,21 @@ def fed(data: bytes, mix: MixConfig) -> MixArrays:
     return arrays
 
 
+def instruction_lengths(data: bytes, mix: MixConfig, read_byte, start: int) -> list[int]:
+    """The instructions' lengths an instruction follower (riscv.py's, s390x.py's,
+    thumb.py's read_byte, with S[start] where the current instruction starts) finds in
+    data, followed from its first byte."""
+    S = MixArrays(mix, 1).S
+    found, begun, hist = [], 0, 0
+    for n, c in enumerate(data, 1):
+        hist = ((hist << 8) | c) & ((1 << 48) - 1)
+        read_byte(S, hist, n)
+        if S[start] == n:
+            found.append(n - begun)
+            begun = n
+    return found
+
+
 def coded_as_learned(data: bytes, recipe: Recipe) -> bool:
     """Whether coding the data as one frame and learning it uncoded (a stored frame) leave
     the same context models, and the data decodes: a model's transform of the bytes in

@@ -6,11 +6,11 @@ and it codes s390x code better."""
 from dataclasses import replace
 
 import numpy as np
-from mixing_probe import coded_as_learned, fed, payload
+from mixing_probe import coded_as_learned, fed, instruction_lengths, payload
 
 from rwkvzip import api
 from rwkvzip.cm import context, exe, riscv, s390x
-from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.coding import codec, coder
 from rwkvzip.recipe import Recipe
 
@@ -66,15 +66,7 @@ def calling_code(functions: int = 60, seed: int = 3) -> bytes:
 
 def lengths(data: bytes) -> list[int]:
     """The instructions' lengths the follower finds in data."""
-    S = MixArrays(S390X, 1).S
-    found, start, hist = [], 0, 0
-    for n, c in enumerate(data, 1):
-        hist = ((hist << 8) | c) & ((1 << 48) - 1)
-        s390x.read_byte(S, hist, n)
-        if S[s390x.S_Z_START] == n:
-            found.append(n - start)
-            start = n
-    return found
+    return instruction_lengths(data, S390X, s390x.read_byte, s390x.S_Z_START)
 
 
 def test_the_follower_finds_every_instruction():
