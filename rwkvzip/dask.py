@@ -176,14 +176,16 @@ class _ClusterEngine:
         future = self._in_flight[0]
         index = self._submitted - len(self._in_flight)
         try:
+            # wait on a done callback, not on result(timeout=...): under load distributed's
+            # sync() can meet a cancelled wait_for and raise UnboundLocalError (Python 3.11)
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
             while True:
                 self._report()
                 self._check_stopped()
-                try:
-                    result = future.result(timeout=POLL_SECONDS)
+                if done.wait(POLL_SECONDS):
                     break
-                except TimeoutError:
-                    continue
+            result = future.result()
             self._in_flight.popleft()
             self._cluster._slots.release()
             self._report()
