@@ -228,14 +228,20 @@ def test_near_bl_takes_its_target_and_decodes():
     assert api.decompress(api.compress(data, Recipe(mix=LE))) == data
 
 
-def test_power_words_keep_their_bits_but_bl():
-    """POWER LE's words are found (their classes read from the top byte); AArch64's bl and
-    adrp patterns are other instructions there (stw, stwu) and keep their bits, POWER's own
-    bl takes its target, and it decodes."""
+def power_code(functions: int = 200, straddle: bool = False):
+    """POWER LE functions (words, where the calls and the functions are): each with its
+    TOC pair, a bl to one of five, stw/stwu words that look like AArch64's bl and adrp.
+    With `straddle`, a nop before a function puts its TOC pair across each block boundary."""
     rng = np.random.default_rng(2)
     words, calls, starts = [], [], []
-    for _ in range(200):
+    toc = 0x123456
+    per_block = codec.ENCODE_BLOCK // 4
+    for _ in range(functions):
+        if straddle and len(words) % per_block > per_block - 16:
+            words += [0x60000000] * (per_block - 1 - len(words) % per_block)  # nops
         starts.append(len(words))
+        v = (toc - 4 * len(words)) & 0xFFFFFFFF  # addis r2, r12, ha; addi r2, r2, lo
+        words += [exe.TOC_ADDIS | (((v + 0x8000) >> 16) & 0xFFFF), exe.TOC_ADDI | (v & 0xFFFF)]
         words += [0x7C0802A6, 0x94210000 | int(rng.integers(1 << 16))]  # mflr r0; stwu
         words += [int(rng.integers(1 << 32)) & 0x93FFFFFF for _ in range(6)]  # stw and others
         calls.append(len(words))
@@ -244,7 +250,14 @@ def test_power_words_keep_their_bits_but_bl():
     for at in calls:
         callee = starts[int(rng.integers(5))]
         words[at] = exe.POWER_BL | (((callee - at) & exe.POWER_FIELD) << 2)
-    data = b"".join(w.to_bytes(4, "little") for w in words)
+    return b"".join(w.to_bytes(4, "little") for w in words), calls, starts
+
+
+def test_power_words_keep_their_bits_but_bl_and_the_toc_pair():
+    """POWER LE's words are found (their classes read from the top byte); AArch64's bl and
+    adrp patterns are other instructions there (stw, stwu) and keep their bits, POWER's own
+    bl takes its target, a function's TOC pair the TOC, and it decodes."""
+    data, calls, starts = power_code()
     S = fed(data, LE).S
     assert S[exe.S_EXE_ISA] == exe.ISA_POWER_LE and S[exe.S_EXE_SEL] >= 0
     block = np.frombuffer(data, dtype=np.uint8).copy()
@@ -253,12 +266,25 @@ def test_power_words_keep_their_bits_but_bl():
     seen = block.tobytes()
     changed = {i for i in range(0, len(data), 4) if seen[i:i + 4] != data[i:i + 4]}
     bl = {4 * at for at in calls}
-    assert changed <= bl and len(changed) > 0.8 * len(bl)
-    targets = {seen[i:i + 4] for i in changed}
-    assert len(targets) <= 5  # one word per callee
+    entries = {4 * at for at in starts}
+    assert changed <= bl | entries | {i + 4 for i in entries}
+    assert len(changed & bl) > 0.8 * len(bl)
+    assert len({seen[i:i + 4] for i in changed & bl}) <= 5  # one word per callee
+    moved = [i for i in entries if seen[i:i + 8] != data[i:i + 8]]
+    assert len(moved) > 0.8 * len(entries)
+    assert len({seen[i:i + 8] for i in moved}) == 1  # every function: the one TOC
+    w1, w2 = exe.toc_pair(exe.TOC_ADDIS | 0x1234, exe.TOC_ADDI | 0x9ABC, 4096)
+    assert exe.is_toc_pair(w1, w2) and exe.toc_pair(w1, w2, -4096) == (
+        exe.TOC_ADDIS | 0x1234, exe.TOC_ADDI | 0x9ABC)
     for w in (exe.POWER_BL, 0x4BFFFFFD, 0x48123455):
         assert exe.is_power_bl(w)
         for words_ in (0, 1, 1 << 23, (1 << 30) + 3):
             assert exe.power_bl_word(exe.power_bl_word(w, words_), -words_) == w
     assert not exe.is_power_bl(0x48000000) and not exe.is_power_bl(0x4E800020)
     assert api.decompress(api.compress(data, Recipe(mix=LE))) == data
+
+
+def test_toc_pairs_across_kernel_blocks_are_left_alike_by_every_side():
+    data, _, starts = power_code(300, straddle=True)
+    assert sum((4 * at) % codec.ENCODE_BLOCK == codec.ENCODE_BLOCK - 4 for at in starts) >= 3
+    assert coded_as_learned(data, Recipe(mix=LE))

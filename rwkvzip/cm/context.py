@@ -88,7 +88,7 @@ STATE.add("sheet.succ", SHEET_COLUMNS)
 S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = STATE.add_each("word1", "word2", "line", "line_prev")
 STATE.add_each(*(f"exe.{name}" for name in (
     "on", "control", "sel", "phase", "seen", "run_phase", "run_end", "run", "calls", "words",
-    "call_at", "le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa")))
+    "call_at", "le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa", "toc_at")))
 # the x86 model's (x86.py): its settings and evidence, the length decoder's state, where
 # each opcode's last instruction was, the call targets seen
 STATE.add_each(*(f"x86.{name}" for name in (

@@ -53,7 +53,8 @@ with exe_calls AArch64's near bl and POWER's bl take their target and AArch64's 
 target page (loads of one global from anywhere look alike). They are live without the
 control-byte condition (the words' contexts do better than the text contexts in the strings
 between code). On the executables corpus's tuning slices they take AArch64 from 3.32 to 3.07
-bpb and POWER from 2.71 to 2.61 at the default level, and POWER's bl by target to 2.40.
+bpb and POWER from 2.71 to 2.61 at the default level, POWER's bl by target to 2.40 and its
+TOC pairs by the TOC to 2.37.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ from rwkvzip.ops.jit import jit
 (S_EXE_LE, S_EXE_ISA, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, S_EXE_LE_RUN,
  S_EXE_CALL_ISA) = cx.STATE.offsets(*(
     f"exe.{name}" for name in ("le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa")))
+# where the POWER TOC pair the transform marked starts (-1: none)
+S_EXE_TOC_AT = cx.STATE.offset("exe.toc_at")
 # SPARC's big-endian words; little-endian words: AArch64's, POWER's (classes from the top
 # byte alike; calls and pages by target in AArch64 alone)
 ISA_BE, ISA_AARCH64, ISA_POWER_LE = 0, 1, 2
@@ -89,7 +92,7 @@ def start_state(S: np.ndarray, on: bool, calls: bool, words: bool, le: bool = Fa
     """The model's fields of a new stream's state: not live, no words seen (the mix fields
     exe, exe_calls, exe_words and exe_le)."""
     S[S_EXE_ON] = int(on)
-    S[S_EXE_SEL] = S[S_EXE_SEEN] = S[S_EXE_CALL_AT] = -1
+    S[S_EXE_SEL] = S[S_EXE_SEEN] = S[S_EXE_CALL_AT] = S[S_EXE_TOC_AT] = -1
     S[S_EXE_CALLS] = int(calls)
     S[S_EXE_WORDS] = int(words)
     S[S_EXE_LE] = int(le)
@@ -433,6 +436,25 @@ def power_bl_word(w, words):
     return POWER_BL | ((((w >> 2) + words) & POWER_FIELD) << 2)
 
 
+# A POWER (ELFv2) function's global entry sets its TOC pointer from its own address:
+# addis r2, r12, ha; addi r2, r2, lo, with ha:lo = TOC - entry. The pair takes the TOC itself
+# (entry + ha:lo, mod 2**32, split back into ha and lo), the same in every function.
+TOC_ADDIS, TOC_ADDI, TOC_MASK = 0x3C4C0000, 0x38420000, 0xFFFF0000
+
+
+@jit(inline="always")
+def is_toc_pair(w1, w2):
+    return (w1 & TOC_MASK) == TOC_ADDIS and (w2 & TOC_MASK) == TOC_ADDI
+
+
+@jit(inline="always")
+def toc_pair(w1, w2, shift):
+    """The TOC pair w1, w2 with its value ha * 65536 + lo (lo signed) moved by `shift`."""
+    lo = w2 & 0xFFFF
+    v = (((w1 & 0xFFFF) << 16) + (lo - 0x10000 if lo & 0x8000 else lo) + shift) & 0xFFFFFFFF
+    return (w1 & TOC_MASK) | (((v + 0x8000) >> 16) & 0xFFFF), (w2 & TOC_MASK) | (v & 0xFFFF)
+
+
 @jit(inline="always")
 def block_le(data, t):
     """The little-endian 32-bit word at data[t]."""
@@ -450,10 +472,15 @@ def put_block_le(data, t, v):
 def calls_before_byte(S, data, t, encoding):
     """Before byte t of the block is coded: at the start of a word while the model is live in
     code, with the word's four bytes in the block (the codec hands every side the same
-    blocks), mark the word; the encoder puts a near call's target in place (in data)."""
+    blocks), mark the word; the encoder puts a near call's target in place (in data). In
+    POWER code every word start also marks the 8 bytes from it as a TOC pair, dropped after
+    its first word unless that is the pair's addis."""
+    at = S[cx.S_POS]
+    if S[S_EXE_TOC_AT] >= 0 and at == S[S_EXE_TOC_AT] + 4 and (
+            swap32(S[cx.S_HIST] & 0xFFFFFFFF) & TOC_MASK) != TOC_ADDIS:
+        S[S_EXE_TOC_AT] = -1
     if S[S_EXE_CALLS] == 0 or S[S_EXE_SEL] < 0 or t + 4 > data.shape[0]:
         return
-    at = S[cx.S_POS]
     isa = S[S_EXE_ISA]
     le = isa != ISA_BE
     if (at - S[S_EXE_PHASE]) & 3 != 0 or at - S[S_EXE_LE_RUN_END if le else S_EXE_RUN_END] > (
@@ -461,6 +488,13 @@ def calls_before_byte(S, data, t, encoding):
         return
     S[S_EXE_CALL_AT] = at
     S[S_EXE_CALL_ISA] = isa
+    if isa == ISA_POWER_LE and S[S_EXE_TOC_AT] < 0 and t + 8 <= data.shape[0]:
+        S[S_EXE_TOC_AT] = at
+        w1, w2 = block_le(data, t), block_le(data, t + 4)
+        if encoding and is_toc_pair(w1, w2):
+            w1, w2 = toc_pair(w1, w2, at)
+            put_block_le(data, t, w1)
+            put_block_le(data, t + 4, w2)
     if encoding and isa == ISA_POWER_LE:
         w = block_le(data, t)
         if is_power_bl(w):
@@ -480,7 +514,16 @@ def calls_before_byte(S, data, t, encoding):
 @jit
 def calls_after_byte(S, data, t, decoding):
     """After byte t of the block: the marked word's last byte is in; the decoder turns a
-    target back into the call's displacement."""
+    target back into the call's displacement, and a marked TOC pair's TOC back into its
+    offset."""
+    toc = S[S_EXE_TOC_AT]
+    if toc >= 0 and S[cx.S_POS] == toc + 8:
+        S[S_EXE_TOC_AT] = -1
+        w1, w2 = block_le(data, t - 7), block_le(data, t - 3)
+        if decoding and is_toc_pair(w1, w2):
+            w1, w2 = toc_pair(w1, w2, -toc)
+            put_block_le(data, t - 7, w1)
+            put_block_le(data, t - 3, w2)
     at = S[S_EXE_CALL_AT]
     if at < 0 or S[cx.S_POS] != at + 4:
         return
