@@ -9,6 +9,7 @@ import numpy as np
 
 from rwkvzip import api
 from rwkvzip.cm import mixer
+from rwkvzip.cm.context import S_CTX, S_K
 from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.coding import container, stepper
 from rwkvzip.recipe import Recipe
@@ -32,6 +33,14 @@ def fed(data: bytes, mix: MixConfig) -> MixArrays:
         mixer.predict(q, arrays.CT, arrays.S, arrays.MX, arrays.ST, 1e-6, P)
         stepper.learn_mixing(byte, 0, mixing, False)
     return arrays
+
+
+def slots_changed(data: bytes, live: MixConfig, plain: MixConfig) -> list[int]:
+    """For each context slot, whether learning data under `live` left it another context
+    than under `plain` (1) or the same (0)."""
+    a, b = fed(data, live).S, fed(data, plain).S
+    k = a[S_K]
+    return [int(x != y) for x, y in zip(a[S_CTX:S_CTX + k], b[S_CTX:S_CTX + k], strict=True)]
 
 
 def instruction_lengths(data: bytes, mix: MixConfig, read_byte, start: int) -> list[int]:

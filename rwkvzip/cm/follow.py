@@ -1,12 +1,22 @@
-"""Steps the instruction followers of variable-length ISAs share (riscv.py, s390x.py): a run
-of signature instructions as evidence, and the byte at the same place of an earlier
-instruction. Each model passes the offsets of its own fields of context.STATE."""
+"""Steps the instruction models of variable-length ISAs share (x86.py, riscv.py, s390x.py,
+thumb.py): the slots they take, a run of signature instructions as evidence, and the byte at
+the same place of an earlier instruction. Each model passes the offsets of its own fields of
+context.STATE."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from rwkvzip.cm import context as cx
 from rwkvzip.ops.jit import jit
+
+
+@jit(inline="always")
+def takes_slot(k):
+    """Whether an instruction model, while live, gives kind k's slot an instruction context:
+    the word, text and spreadsheet kinds (words, lines and records mean nothing in code)."""
+    return cx.is_text_kind(k) or cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT or (
+        k == cx.WORD_ORDER)
 
 
 @jit

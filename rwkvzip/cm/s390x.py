@@ -142,8 +142,7 @@ def next_contexts(S, HB):
     S[S_Z_SEL] = (j << 5) | (hash32(key) >> 27)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if not (cx.is_text_kind(k) or cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT
-                or k == cx.WORD_ORDER):
+        if not follow.takes_slot(k):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x3C6EF372), place), part)
         if k == cx.KIND_WORD_BIGRAM:  # the opcode before

@@ -177,8 +177,7 @@ def next_contexts(S, HB):
     S[S_T_SEL] = (j << 6) | (hash32(c1 if j < 2 else cls + N_CLASSES) >> 26)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if not (cx.is_text_kind(k) or cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT
-                or k == cx.WORD_ORDER):
+        if not follow.takes_slot(k):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x510E527F), place), part)
         if k == cx.KIND_WORD_BIGRAM:  # the class before

@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe
+from rwkvzip.cm import exe, follow
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
@@ -455,8 +455,7 @@ def next_contexts(S, HB):
         S[S_X86_SEL] = stage * 32 + (hash32(op * 8 + min(n - S[S_X86_FIELD_AT], 7)) >> 27)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if not (cx.is_text_kind(k) or cx.KIND_SHEET_FIELD <= k <= cx.KIND_SHEET_LEFT
-                or k == cx.WORD_ORDER):
+        if not follow.takes_slot(k):
             continue
         h = cx.mixh(cx.mixh(hash32(k * 0x2545F491 + 0x7F4A7C15), place), op)
         if k == cx.KIND_WORD_BIGRAM:  # the field, the opcode, prefixes, ModRM, bytes so far
