@@ -112,6 +112,17 @@ STATE.add_each(*(f"thumb.{name}" for name in (
     "on", "sel", "seen", "hits", "start", "len", "class", "classes", "same", "mark_at")))
 STATE.add("thumb.last", 1 << 11)
 STATE.add("thumb.targets", 1 << 12)
+# the class-file model's (jvm.py): its setting, the parser's state, per attribute level,
+# per field, per opcode and per constant-pool entry (the first 4096) its fields
+STATE.add_each(*(f"jvm.{name}" for name in (
+    "on", "sel", "field", "at", "len", "val", "prev", "prev_field", "cp_count", "cp_index",
+    "tags", "left", "phase", "level", "attr", "code_at", "code_end", "ops", "wide",
+    "sw_stage", "sw_low", "sw_left", "rows", "mark_at", "mark_base")))
+STATE.add("jvm.attrs_left", 3)
+STATE.add("jvm.attr_end", 3)
+STATE.add("jvm.last", 64)
+STATE.add("jvm.operands", 256)
+STATE.add("jvm.strings", 1 << 12)
 STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, riscv, s390x, sheet, sparse, syntax, thumb, x86
+from rwkvzip.cm import delta, exe, image, jvm, riscv, s390x, sheet, sparse, syntax, thumb, x86
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
@@ -15,7 +15,7 @@ from rwkvzip.ops import memory
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
-                   "riscv", "s390x", "thumb")
+                   "riscv", "s390x", "thumb", "jvm")
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,11 @@ class MixConfig:
     follows the place and class, and jal and auipc are coded with their target (needs exe);
     s390x: the z/Architecture model (cm/s390x.py), the same for s390x code, with brasl,
     larl and the C4/C6 families' offsets coded as targets (needs exe); thumb: the Thumb-2
-    model (cm/thumb.py), the same for ARM Thumb-2 code, with bl coded by target (needs exe).
+    model (cm/thumb.py), the same for ARM Thumb-2 code, with bl coded by target (needs exe);
+    jvm: the class-file model (cm/jvm.py): while a Java class file is followed, those slots
+    carry contexts of its field (the field and its bytes so far, its last value, the field,
+    tags or opcodes before), the second selector follows the field, and the constant
+    pool's references are coded relative to their entry.
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -123,6 +127,7 @@ class MixConfig:
     riscv: bool = False
     s390x: bool = False
     thumb: bool = False
+    jvm: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -217,6 +222,7 @@ class MixArrays:
         riscv.start_state(S, cfg.riscv)
         s390x.start_state(S, cfg.s390x)
         thumb.start_state(S, cfg.thumb)
+        jvm.start_state(S, cfg.jvm)
         sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)

@@ -67,6 +67,7 @@ from rwkvzip.cm import (
     delta,
     exe,
     image,
+    jvm,
     mixer,
     riscv,
     s390x,
@@ -267,6 +268,7 @@ def learn_mixing(symbol, j, mixing, path):
     context.next_contexts(S, HB, symbol)
     sheet.next_contexts(S, HB)
     syntax.next_contexts(S)
+    jvm.next_contexts(S, HB)
     exe.next_contexts(S, HB)
     x86.next_contexts(S, HB)
     riscv.next_contexts(S, HB)
@@ -408,6 +410,7 @@ def learning_kernel(name: str, arch: int, path: bool):
                 riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 s390x.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 thumb.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                jvm.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             advance(int(data[t]), arch, path, net, train, mixing)
@@ -417,6 +420,7 @@ def learning_kernel(name: str, arch: int, path: bool):
                 riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 s390x.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 thumb.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                jvm.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run.__name__ = run.__qualname__ = name  # its own name, and its own cache file
@@ -439,6 +443,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
                 riscv.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 s390x.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
                 thumb.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
+                jvm.calls_before_byte(mixing.S, data, t, io != coder.DECODE)
             if not take(io, t, data, probs, net, mixing, decoder, path):
                 return t
             symbol = int(data[t])
@@ -452,6 +457,7 @@ def fixed_kernel(name: str, arch: int, path: bool):
                 riscv.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 s390x.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
                 thumb.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
+                jvm.calls_after_byte(mixing.S, data, t, io == coder.DECODE)
         return data.shape[0]
 
     run_fixed.__name__ = run_fixed.__qualname__ = name
