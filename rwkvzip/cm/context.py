@@ -123,6 +123,16 @@ STATE.add("jvm.attr_end", 3)
 STATE.add("jvm.last", 64)
 STATE.add("jvm.operands", 256)
 STATE.add("jvm.strings", 1 << 12)
+# the .pyc model's (pyc.py): its setting, the parser's state, per depth the container, per
+# role the last type byte and length
+STATE.add_each(*(f"pyc.{name}" for name in (
+    "on", "sel", "field", "at", "len", "val", "type", "role", "prev_type", "refs", "depth",
+    "lt", "lt_first", "lt_prev", "lt_left", "lt_at", "lt_unit", "lt_len", "lt_cols", "op")))
+for name in ("kind", "left", "roles", "code_at"):
+    STATE.add(f"pyc.{name}", 32)
+STATE.add("pyc.last", 32)
+STATE.add("pyc.last_len", 32)
+STATE.add("pyc.args", 256)
 STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, jvm, riscv, s390x, sheet, sparse, syntax, thumb, x86
+from rwkvzip.cm import delta, exe, image, jvm, pyc, riscv, s390x, sheet, sparse, syntax, thumb, x86
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
@@ -15,7 +15,7 @@ from rwkvzip.ops import memory
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
-                   "riscv", "s390x", "thumb", "jvm")
+                   "riscv", "s390x", "thumb", "jvm", "pyc")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,9 @@ class MixConfig:
     jvm: the class-file model (cm/jvm.py): while a Java class file is followed, those slots
     carry contexts of its field (the field and its bytes so far, its last value, the field,
     tags or opcodes before), the second selector follows the field, and the constant
-    pool's references are coded relative to their entry.
+    pool's references are coded relative to their entry; pyc: the .pyc model (cm/pyc.py),
+    the same for compiled Python modules (CPython 3.11 on: marshal objects, bytecode, line
+    tables).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -128,6 +130,7 @@ class MixConfig:
     s390x: bool = False
     thumb: bool = False
     jvm: bool = False
+    pyc: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -223,6 +226,7 @@ class MixArrays:
         s390x.start_state(S, cfg.s390x)
         thumb.start_state(S, cfg.thumb)
         jvm.start_state(S, cfg.jvm)
+        pyc.start_state(S, cfg.pyc)
         sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)

@@ -69,6 +69,7 @@ from rwkvzip.cm import (
     image,
     jvm,
     mixer,
+    pyc,
     riscv,
     s390x,
     sheet,
@@ -269,6 +270,7 @@ def learn_mixing(symbol, j, mixing, path):
     sheet.next_contexts(S, HB)
     syntax.next_contexts(S)
     jvm.next_contexts(S, HB)
+    pyc.next_contexts(S, HB)
     exe.next_contexts(S, HB)
     x86.next_contexts(S, HB)
     riscv.next_contexts(S, HB)
