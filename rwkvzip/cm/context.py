@@ -133,6 +133,14 @@ for name in ("kind", "left", "roles", "code_at"):
 STATE.add("pyc.last", 32)
 STATE.add("pyc.last_len", 32)
 STATE.add("pyc.args", 256)
+# the WebAssembly model's (wasm.py): its setting, the parser's and the search's state, per
+# opcode its last immediate, the announced ends of bodies
+STATE.add_each(*(f"wasm.{name}" for name in (
+    "on", "sel", "place", "at", "val", "shift", "sec_end", "body_end", "fns", "runs", "op",
+    "sub", "ops", "imm", "lebs", "fixed", "prev_imm", "cand", "cand_val", "cand_shift", "seen",
+    "hits")))
+STATE.add("wasm.last", 512)
+STATE.add("wasm.ends", 1 << 12)
 STATE.add_each("sparse.on", "sparse.zero_run", "sparse.live")  # the sparse model's (sparse.py)
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "base", "t", "live", "above", "heard", "score", "mx", "col")))

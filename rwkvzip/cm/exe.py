@@ -62,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import image, jvm, pyc, sheet, syntax
+from rwkvzip.cm import image, jvm, pyc, sheet, syntax, wasm
 from rwkvzip.cm.history import hash32, text_class
 from rwkvzip.ops.jit import jit
 
@@ -206,9 +206,9 @@ def le_fields(w):
 @jit
 def structure_known(S):
     """Whether a model that knows the data's structure speaks for it: a spreadsheet record
-    chain followed (sheet.py), a class file (jvm.py) or compiled Python module (pyc.py), or
-    a 1-bit image of long rows (image.py)."""
-    if sheet.following(S) or jvm.following(S) or pyc.following(S):
+    chain followed (sheet.py), a class file (jvm.py), compiled Python module (pyc.py) or
+    WebAssembly code (wasm.py), or a 1-bit image of long rows (image.py)."""
+    if sheet.following(S) or jvm.following(S) or pyc.following(S) or wasm.following(S):
         return True
     return image.live(S) and S[image.S_IMG_R] >= IMAGE_ROW_MIN
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, jvm, pyc, riscv, s390x, sheet, thumb, x86
+from rwkvzip.cm import delta, exe, image, jvm, pyc, riscv, s390x, sheet, thumb, wasm, x86
 from rwkvzip.cm.context import (
     S_EXPECT,
     S_K,
@@ -291,14 +291,16 @@ def second_selector(S):
     previous byte, or while a record chain is followed, the next byte's field (sheet.py), or
     while the data is words, the fields of the word read so far (exe.py), while it is x86
     code, the instruction's field (x86.py), while it is RISC-V, s390x or Thumb-2 code,
-    the instruction's place and class (riscv.py, s390x.py, thumb.py); inside a class file or a
-    compiled Python module its field (jvm.py, pyc.py)."""
+    the instruction's place and class (riscv.py, s390x.py, thumb.py); inside a class file, a
+    compiled Python module or WebAssembly code its field (jvm.py, pyc.py, wasm.py)."""
     if S[sheet.S_SH_ON] != 0 and S[sheet.S_SH_SEL] >= 0:
         return S[sheet.S_SH_SEL]
     if S[jvm.S_J_SEL] >= 0:
         return S[jvm.S_J_SEL]
     if S[pyc.S_P_SEL] >= 0:
         return S[pyc.S_P_SEL]
+    if S[wasm.S_W_SEL] >= 0:
+        return S[wasm.S_W_SEL]
     if S[exe.S_EXE_SEL] >= 0:
         return S[exe.S_EXE_SEL]
     if S[x86.S_X86_SEL] >= 0:

@@ -7,7 +7,21 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, jvm, pyc, riscv, s390x, sheet, sparse, syntax, thumb, x86
+from rwkvzip.cm import (
+    delta,
+    exe,
+    image,
+    jvm,
+    pyc,
+    riscv,
+    s390x,
+    sheet,
+    sparse,
+    syntax,
+    thumb,
+    wasm,
+    x86,
+)
 from rwkvzip.cm import mixer as mx
 from rwkvzip.ops import memory
 
@@ -15,7 +29,7 @@ from rwkvzip.ops import memory
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
-                   "riscv", "s390x", "thumb", "jvm", "pyc")
+                   "riscv", "s390x", "thumb", "jvm", "pyc", "wasm")
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,9 @@ class MixConfig:
     tags or opcodes before), the second selector follows the field, and the constant
     pool's references are coded relative to their entry; pyc: the .pyc model (cm/pyc.py),
     the same for compiled Python modules (CPython 3.11 on: marshal objects, bytecode, line
-    tables).
+    tables); wasm: the WebAssembly model (cm/wasm.py), the same for the function bodies of
+    WebAssembly code (opcodes and their immediates), found from a module's header or from
+    the bodies' sizes.
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -131,6 +147,7 @@ class MixConfig:
     thumb: bool = False
     jvm: bool = False
     pyc: bool = False
+    wasm: bool = False
 
     def validate(self) -> None:
         if not 1 <= len(self.orders) <= cx.MAX_MODELS:
@@ -227,6 +244,7 @@ class MixArrays:
         thumb.start_state(S, cfg.thumb)
         jvm.start_state(S, cfg.jvm)
         pyc.start_state(S, cfg.pyc)
+        wasm.start_state(S, cfg.wasm)
         sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)

@@ -117,6 +117,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
         sparse,
         syntax,
         thumb,
+        wasm,
         x86,
     )
     from rwkvzip.coding import stepper
@@ -129,6 +130,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
         (syntax.next_contexts, (m.S,)),
         (jvm.next_contexts, (m.S, m.HB)),
         (pyc.next_contexts, (m.S, m.HB)),
+        (wasm.next_contexts, (m.S, m.HB)),
         (exe.next_contexts, (m.S, m.HB)),
         (x86.next_contexts, (m.S, m.HB)),
         (riscv.next_contexts, (m.S, m.HB)),

@@ -76,6 +76,7 @@ from rwkvzip.cm import (
     sparse,
     syntax,
     thumb,
+    wasm,
     x86,
 )
 from rwkvzip.coding import coder
@@ -271,6 +272,7 @@ def learn_mixing(symbol, j, mixing, path):
     syntax.next_contexts(S)
     jvm.next_contexts(S, HB)
     pyc.next_contexts(S, HB)
+    wasm.next_contexts(S, HB)
     exe.next_contexts(S, HB)
     x86.next_contexts(S, HB)
     riscv.next_contexts(S, HB)
