@@ -14,13 +14,14 @@ APM's row follow the place. It runs in recipes with the mix field `wasm`.
 
 It finds the code from the module's header (the magic and version, then the sections), or
 in the middle of a stream from the bodies themselves: after an `end`, a LEB128 size
-announces where the next body's own `end` will be; an `end` exactly there confirms it,
-and from the second confirmation within SEEN_SPAN bytes the parser follows the bodies from
-the next one. A body that breaks the grammar (an unknown opcode, a body that does not end
-with `end`) ends the parse, while the bodies' sizes do not: the parse goes on with the
-next body; a size or locals beyond all reason ends it. While not live it changes nothing,
-and while it follows code the models that read other structures step aside
-(exe.structure_known). The model changes no byte. Everything is integer.
+followed by a small count of local runs announces where the next body's own `end` will
+be; an `end` exactly there confirms it, and from the third confirmation in a row (each
+within SEEN_SPAN bytes of the last) the parser follows the bodies from the next one. An
+opcode it does not know skips the rest of its body (the size says where the next begins);
+a body that does not end with `end`, or a size or locals beyond all reason, ends the parse
+until the next header or confirmations. While not live it changes nothing, and while it
+follows code the models that read other structures step aside (exe.structure_known). The
+model changes no byte. Everything is integer.
 """
 
 from __future__ import annotations
@@ -62,14 +63,17 @@ LEB_MAX = 10  # bytes of a LEB128 (a 64-bit constant)
 BODY_MAX = 1 << 22  # a longer body, or a section, ends the parse
 LOCALS_MAX = 50000
 CHECKS = 4096  # announced ends of bodies remembered while searching for code
-SEEN_SPAN = 65536
+SEEN_SPAN = 65536  # confirmations this far apart or nearer count in a row ...
+CONFIRMATIONS = 3  # ... and this many start the parse
+LOCAL_RUNS_LIKELY = 16  # a candidate body's count of local runs is below this
 
 # fields of context.STATE: on (mix field wasm), the selector (-1: none); the current place,
 # where it starts, its value so far and its bits; where the current section and body end,
 # the code section's bodies left (-1: not known), the locals' runs left; the opcode, its
 # sub-opcode (-1: none), the last three opcodes, the immediate's number, the LEB128s left,
 # the fixed bytes after them, the first immediate of the last instruction that had one;
-# the search: where a candidate body started (-1: none) and its size so far and bits, where
+# the search: where a candidate body started (-1: none) and its size so far and bits (once
+# the size is in: where its end will be, and bits -1), where
 # the last confirmation was, confirmations in a row; per opcode, its first two immediates'
 # last values; the announced ends
 (S_W_ON, S_W_SEL, S_W_PLACE, S_W_AT, S_W_VAL, S_W_SHIFT, S_W_SEC_END, S_W_BODY_END, S_W_FNS,
@@ -300,15 +304,21 @@ def search(S, byte, n):
     """Looking for code in the middle of a stream: a candidate body starts after each end;
     its size announces where the body's end will be; an end there confirms it."""
     cand = S[S_W_CAND]
-    if cand >= 0:
+    if cand >= 0 and S[S_W_CAND_SHIFT] < 0:  # the size is in; the locals' count is next
+        end = S[S_W_CAND_VAL]
+        if byte < LOCAL_RUNS_LIKELY:
+            S[S_W_ENDS + (hash32(end) >> 20)] = end
+        S[S_W_CAND] = -1
+    elif cand >= 0:
         S[S_W_CAND_VAL] |= (byte & 0x7F) << S[S_W_CAND_SHIFT]
         S[S_W_CAND_SHIFT] += 7
         if byte < 0x80:
             size = S[S_W_CAND_VAL]
             if 2 <= size <= BODY_MAX:
-                end = n + size
-                S[S_W_ENDS + (hash32(end) >> 20)] = end
-            S[S_W_CAND] = -1
+                S[S_W_CAND_VAL] = n + size  # where its end will be
+                S[S_W_CAND_SHIFT] = -1
+            else:
+                S[S_W_CAND] = -1
         elif S[S_W_CAND_SHIFT] > 21:
             S[S_W_CAND] = -1
     if byte != 0x0B:
@@ -319,7 +329,7 @@ def search(S, byte, n):
         else:
             S[S_W_HITS] = 1
         S[S_W_SEEN] = n
-        if S[S_W_HITS] >= 2 and S[S_W_PLACE] == NONE:
+        if S[S_W_HITS] >= CONFIRMATIONS and S[S_W_PLACE] == NONE:
             S[S_W_FNS] = -1
             S[S_W_SEC_END] = -1
             enter(S, FN_SIZE, n)
@@ -364,7 +374,8 @@ def read_byte(S, byte, n):
 
 @jit
 def is_live(S):
-    return following(S) and (S[S_W_SEEN] < 0 or S[S_W_HITS] >= 2 or S[S_W_FNS] >= 0)
+    return following(S) and (S[S_W_SEEN] < 0 or S[S_W_HITS] >= CONFIRMATIONS
+                             or S[S_W_FNS] >= 0)
 
 
 @jit
