@@ -126,7 +126,7 @@ STATE.add("jvm.strings", 1 << 12)
 # the .pyc model's (pyc.py): its setting, the parser's state, per depth the container, per
 # role the last type byte and length
 STATE.add_each(*(f"pyc.{name}" for name in (
-    "on", "sel", "field", "at", "len", "val", "type", "role", "prev_type", "refs", "depth",
+    "on", "sel", "field", "at", "len", "val", "type", "role", "prev_type", "depth",
     "lt", "lt_first", "lt_prev", "lt_left", "lt_at", "lt_unit", "lt_len", "lt_cols", "op")))
 for name in ("kind", "left", "roles", "code_at"):
     STATE.add(f"pyc.{name}", 32)

@@ -78,17 +78,16 @@ C_SEQ, C_DICT, C_CODE = 1, 2, 3  # the containers on the stack
 
 # fields of context.STATE: on (mix field pyc), the selector (-1: none); the current field,
 # where it starts, its size, its value so far; the current object's type byte and role, the
-# type before, the count of objects marked for back-references; the depth; the line
-# table's state: its part, the current entry's first byte and the one before, the varints
-# or bytes left, the bytes into the part, the code unit the entry covers and its length, the
-# columns of the last entry that had them (start, end·256); the
-# last three opcodes; per depth, the container, its items or fields left (for a code object
-# the field it is at), its role, and for a code object where its bytecode starts; per role,
-# the last type byte and length; per opcode, its last argument
+# type before; the depth; the line table's state: its part, the current entry's first
+# byte and the one before, the varints or bytes left, the bytes into the part, the code
+# unit the entry covers and its length, the columns of the last entry that had them (start,
+# end·256); the last three opcodes; per depth, the container, its items or fields left (for
+# a code object the field it is at), its role, and for a code object where its bytecode
+# starts; per role, the last type byte and length; per opcode, its last argument
 (S_P_ON, S_P_SEL, S_P_FIELD, S_P_AT, S_P_LEN, S_P_VAL, S_P_TYPE, S_P_ROLE, S_P_PREV_TYPE,
- S_P_REFS, S_P_DEPTH, S_P_LT, S_P_LT_FIRST, S_P_LT_PREV, S_P_LT_LEFT, S_P_LT_AT, S_P_LT_UNIT,
+ S_P_DEPTH, S_P_LT, S_P_LT_FIRST, S_P_LT_PREV, S_P_LT_LEFT, S_P_LT_AT, S_P_LT_UNIT,
  S_P_LT_LEN, S_P_LT_COLS, S_P_OP) = cx.STATE.offsets(*(f"pyc.{name}" for name in (
-     "on", "sel", "field", "at", "len", "val", "type", "role", "prev_type", "refs", "depth",
+     "on", "sel", "field", "at", "len", "val", "type", "role", "prev_type", "depth",
      "lt", "lt_first", "lt_prev", "lt_left", "lt_at", "lt_unit", "lt_len", "lt_cols", "op")))
 S_P_KIND = cx.STATE.offset("pyc.kind")
 S_P_LEFT = cx.STATE.offset("pyc.left")
@@ -193,8 +192,6 @@ def read_type(S, v, n):
     S[S_P_PREV_TYPE] = S[S_P_TYPE]
     S[S_P_TYPE] = v
     S[S_P_ROLE] = next_role(S)
-    if v & 0x80:
-        S[S_P_REFS] += 1
     kind = KINDS[v & 0x7F]
     if kind == T_NOTHING:
         next_object(S, n)
@@ -295,7 +292,7 @@ def read_byte(S, byte, n):
         h = S[cx.S_HIST]
         magic = ((h >> 24) & 0xFF) | (((h >> 16) & 0xFF) << 8)  # little-endian, then 0D 0A
         if h & 0xFFFF == 0x0D0A and MAGIC_MIN <= magic <= MAGIC_MAX:
-            S[S_P_DEPTH] = S[S_P_REFS] = S[S_P_TYPE] = 0
+            S[S_P_DEPTH] = S[S_P_TYPE] = 0
             enter(S, HEADER, n, 12)
         return
     j = n - 1 - S[S_P_AT]
