@@ -221,6 +221,15 @@ def test_a_code_attribute_that_does_not_add_up_ends_the_parse():
     assert got[-1] == jvm.NONE and w.fields[-1] == jvm.A_BODY
 
 
+def test_bytecode_longer_than_the_jvm_allows_ends_the_parse():
+    w = class_file(0)
+    bad = bytearray(w.out)
+    at = w.fields.index(jvm.CODE_LEN)
+    bad[at:at + 4] = struct.pack(">I", 1 << 16)
+    got = parsed_fields(bytes(bad))
+    assert got[at + 3] == jvm.CODE_LEN and set(got[at + 4:]) == {jvm.NONE}
+
+
 def test_a_universal_mach_o_binary_is_not_a_class():
     fat = b"\xca\xfe\xba\xbe\x00\x00\x00\x02" + bytes(range(256)) * 4
     assert set(parsed_fields(fat)[8:]) == {jvm.NONE}

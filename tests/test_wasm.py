@@ -146,6 +146,14 @@ def test_a_body_not_understood_is_skipped_and_the_next_followed():
     assert parse(bytes(m.out)) == m.places
 
 
+def test_a_section_size_beyond_reason_ends_the_parse_until_the_next_header():
+    bad = b"\x00asm\x01\x00\x00\x00\x0a" + b"\xff" * 8 + b"\x7f" + bytes(100)
+    m = module()
+    got = parse(bad + bytes(m.out))
+    assert set(got[len(bad) - 100:len(bad)]) == {wasm.NONE}
+    assert got[len(bad):] == m.places
+
+
 def test_code_is_found_in_the_middle_of_a_stream():
     m = module(60)
     starts = [i for i, p in enumerate(m.places) if p == wasm.FN_SIZE and m.places[i - 1] != p]

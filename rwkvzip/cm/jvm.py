@@ -87,6 +87,7 @@ MAGIC = 0xCAFEBABE
 MAJOR_MIN, MAJOR_MAX = 45, 100  # JDK 1.0.2 ... far beyond today's 69
 STRINGS = 4096  # the hash of each of the first STRINGS entries' string (attribute names)
 ATTR_LEN_MAX = 1 << 26  # a longer attribute is a misparse
+CODE_MAX = 65535  # and longer bytecode (JVMS: code_length < 65536)
 SWITCH_MAX = 1 << 16  # a switch with more cases than this is a misparse
 LEVELS = 3  # attributes of the class, of a field or method, of a Code attribute
 
@@ -322,6 +323,9 @@ def done(S, f, v, n):
     elif f in (MAX_STACK, MAX_LOCALS):
         enter_fixed(S, f + 1, n)
     elif f == CODE_LEN:
+        if v > CODE_MAX:
+            S[S_J_FIELD] = NONE
+            return
         S[S_J_CODE_AT] = n
         S[S_J_CODE_END] = n + v
         S[S_J_WIDE] = 0

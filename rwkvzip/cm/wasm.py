@@ -253,7 +253,7 @@ def read_field(S, place, v, n):
         S[S_W_OPS] = v  # (the section's id, until the section's size is in)
         enter(S, SEC_SIZE, n)
     elif place == SEC_SIZE:
-        if v > BODY_MAX * 16:
+        if v < 0 or v > BODY_MAX * 16:  # (negative: a LEB128 beyond 63 bits)
             S[S_W_PLACE] = NONE
             return
         S[S_W_SEC_END] = n + v
