@@ -1,13 +1,14 @@
 """Steps the instruction models of variable-length ISAs share (x86.py, riscv.py, s390x.py,
-thumb.py): the slots they take, a run of signature instructions as evidence, and the byte at
-the same place of an earlier instruction. Each model passes the offsets of its own fields of
-context.STATE."""
+thumb.py): the slots they take, a run of signature instructions or calls landing on known
+targets as evidence, and the byte at the same place of an earlier instruction. Each model
+passes the offsets of its own fields of context.STATE."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from rwkvzip.cm import context as cx
+from rwkvzip.cm.history import hash32
 from rwkvzip.ops.jit import jit
 
 
@@ -35,6 +36,21 @@ def follow_run(S, run, parity, run_end, seen, start, length, n, gap):
     if S[start] != n:
         S[start] = n
         S[length] = 0
+
+
+@jit
+def target_hit(S, targets, bits, target, n, seen, hits, span, most):
+    """A call to `target` ended at n: a target already in the table (2**bits entries from
+    S[targets], by hash) is a hit; hits within `span` bytes of the last count up to `most`
+    (S[hits]; S[seen] = n), and the target is remembered."""
+    i = targets + (hash32(target) >> (32 - bits))
+    if S[i] == target + 1:
+        if S[seen] < 0 or n - S[seen] > span:
+            S[hits] = 1
+        else:
+            S[hits] = min(S[hits] + 1, most)
+        S[seen] = n
+    S[i] = target + 1
 
 
 @jit

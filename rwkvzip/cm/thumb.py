@@ -135,14 +135,8 @@ def follow_evidence(S, hist, n, at):
         return
     v = bl_offset(h1, h2)
     target = v if S[S_T_MARK_AT] == at else (v + (at >> 1)) & OFFSET_MASK
-    i = S_T_TARGETS + (hash32(target) >> (32 - TARGET_BITS))
-    if S[i] == target + 1:
-        if S[S_T_SEEN] < 0 or n - S[S_T_SEEN] > SEEN_SPAN:
-            S[S_T_HITS] = 1
-        else:
-            S[S_T_HITS] = min(S[S_T_HITS] + 1, LIVE_HITS)
-        S[S_T_SEEN] = n
-    S[i] = target + 1
+    follow.target_hit(S, S_T_TARGETS, TARGET_BITS, target, n, S_T_SEEN, S_T_HITS, SEEN_SPAN,
+                      LIVE_HITS)
 
 
 @jit

@@ -389,14 +389,8 @@ def follow_evidence(S, hist, n):
     if not near_value(v):
         return
     target = v if S[S_X86_CALL_AT] == n - 4 else to_near(v + n)
-    i = S_X86_TARGETS + (hash32(target) >> (32 - TARGET_BITS))
-    if S[i] == target + 1:
-        if S[S_X86_SEEN] < 0 or n - S[S_X86_SEEN] > SEEN_SPAN:
-            S[S_X86_HITS] = 1
-        else:
-            S[S_X86_HITS] = min(S[S_X86_HITS] + 1, LIVE_HITS)
-        S[S_X86_SEEN] = n
-    S[i] = target + 1
+    follow.target_hit(S, S_X86_TARGETS, TARGET_BITS, target, n, S_X86_SEEN, S_X86_HITS,
+                      SEEN_SPAN, LIVE_HITS)
 
 
 @jit
