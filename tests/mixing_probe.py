@@ -9,7 +9,7 @@ import numpy as np
 
 from rwkvzip import api
 from rwkvzip.cm import mixer
-from rwkvzip.cm.context import S_CTX, S_K
+from rwkvzip.cm.context import S_CTX, S_HIST, S_K
 from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.coding import container, stepper
 from rwkvzip.recipe import Recipe
@@ -56,6 +56,19 @@ def instruction_lengths(data: bytes, mix: MixConfig, read_byte, start: int) -> l
             found.append(n - begun)
             begun = n
     return found
+
+
+def parsed(data: bytes, mix: MixConfig, read_byte, *slots: int) -> list[tuple[int, ...]]:
+    """For each byte of data, the state's `slots` before a format parser (jvm.py's,
+    pyc.py's, wasm.py's read_byte(S, byte, n)) takes it, followed from the first byte."""
+    S = MixArrays(mix, 1).S
+    seen, hist = [], 0
+    for n, c in enumerate(data, 1):
+        seen.append(tuple(int(S[i]) for i in slots))
+        hist = ((hist << 8) | c) & ((1 << 56) - 1)  # as context.next_contexts keeps it
+        S[S_HIST] = hist
+        read_byte(S, c, n)
+    return seen
 
 
 def coded_as_learned(data: bytes, recipe: Recipe) -> bool:

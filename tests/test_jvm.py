@@ -9,12 +9,11 @@ import struct
 from dataclasses import replace
 
 import numpy as np
-from mixing_probe import coded_as_learned, fed, payload, slots_changed
+from mixing_probe import coded_as_learned, fed, parsed, payload, slots_changed
 
 from rwkvzip import api
-from rwkvzip.cm import context as cx
 from rwkvzip.cm import jvm, x86
-from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.coding import codec, coder
 from rwkvzip.recipe import Recipe
 
@@ -177,15 +176,8 @@ def class_file(i: int) -> ClassWriter:
 
 
 def parsed_fields(data: bytes) -> list[int]:
-    """The field the parser puts each byte of data in (read_byte from the first byte)."""
-    S = MixArrays(JVM, 1).S
-    fields, hist = [], 0
-    for n, c in enumerate(data, 1):
-        fields.append(int(S[jvm.S_J_FIELD]))
-        hist = ((hist << 8) | c) & ((1 << 48) - 1)
-        S[cx.S_HIST] = hist
-        jvm.read_byte(S, c, n)
-    return fields
+    """The field the parser puts each byte of data in."""
+    return [f for (f,) in parsed(data, JVM, jvm.read_byte, jvm.S_J_FIELD)]
 
 
 def classes(count: int, gap: bytes = b"") -> tuple[bytes, list[int]]:

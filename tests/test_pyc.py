@@ -11,12 +11,11 @@ import struct
 from dataclasses import replace
 
 import numpy as np
-from mixing_probe import fed, payload, slots_changed
+from mixing_probe import fed, parsed, payload, slots_changed
 
 from rwkvzip import api
-from rwkvzip.cm import context as cx
 from rwkvzip.cm import pyc, x86
-from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 
 SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 11, 20, 21, 22, 24), table_bits=11,
@@ -117,17 +116,9 @@ def reference_fields(data: bytes) -> list[int]:
 
 
 def parse(data: bytes) -> tuple[list[int], list[int]]:
-    """The field and role the parser puts each byte of data in (read_byte from the first
-    byte)."""
-    S = MixArrays(PYC, 1).S
-    fields, roles, hist = [], [], 0
-    for n, c in enumerate(data, 1):
-        fields.append(int(S[pyc.S_P_FIELD]))
-        roles.append(int(S[pyc.S_P_ROLE]))
-        hist = ((hist << 8) | c) & ((1 << 48) - 1)
-        S[cx.S_HIST] = hist
-        pyc.read_byte(S, c, n)
-    return fields, roles
+    """The field and role the parser puts each byte of data in."""
+    seen = parsed(data, PYC, pyc.read_byte, pyc.S_P_FIELD, pyc.S_P_ROLE)
+    return [f for f, _ in seen], [r for _, r in seen]
 
 
 def parsed_fields(data: bytes) -> list[int]:

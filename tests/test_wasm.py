@@ -9,12 +9,11 @@ import struct
 from dataclasses import replace
 
 import numpy as np
-from mixing_probe import fed, payload, slots_changed
+from mixing_probe import fed, parsed, payload, slots_changed
 
 from rwkvzip import api
-from rwkvzip.cm import context as cx
 from rwkvzip.cm import wasm, x86
-from rwkvzip.cm.mixing import MixArrays, MixConfig
+from rwkvzip.cm.mixing import MixConfig
 from rwkvzip.recipe import Recipe
 
 SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 11, 20, 21, 22, 24), table_bits=11,
@@ -124,15 +123,8 @@ def module(functions: int = 20, seed: int = 1, unknown: int = -1) -> Code:
 
 
 def parse(data: bytes) -> list[int]:
-    """The place the parser puts each byte of data in (read_byte from the first byte)."""
-    S = MixArrays(WASM, 1).S
-    places, hist = [], 0
-    for n, c in enumerate(data, 1):
-        places.append(int(S[wasm.S_W_PLACE]))
-        hist = ((hist << 8) | c) & ((1 << 56) - 1)
-        S[cx.S_HIST] = hist
-        wasm.read_byte(S, c, n)
-    return places
+    """The place the parser puts each byte of data in."""
+    return [p for (p,) in parsed(data, WASM, wasm.read_byte, wasm.S_W_PLACE)]
 
 
 def test_the_parser_knows_every_byte_of_a_module():
