@@ -190,3 +190,14 @@ def test_the_contexts_follow_the_instruction():
     untouched."""
     data = TEXT + calling_code()
     assert slots_changed(data, X86, SMALL) == [0, 0, 0, 1, 0, 0, 1, 1, 1, 1]
+
+
+def test_each_place_keeps_its_last_two_bytes():
+    """The bytes coded at one place of any instruction (here an immediate's first byte,
+    apart with REX.W) are the place's last bytes, whichever opcode came between."""
+    tail = instruction_bytes(["b8 11 00 00 00", "05 22 00 00 00", "48 c7 c0 33 00 00 00",
+                              "90", "90"])
+    S = fed(TEXT + calling_code() + tail, X86).S
+    first_of_imm = 8 * x86.ST_IMM
+    assert S[x86.S_X86_PLACE_BYTES + first_of_imm] == 0x1122
+    assert S[x86.S_X86_PLACE_BYTES + first_of_imm + x86.N_PLACES // 2] & 0xFF == 0x33
