@@ -57,8 +57,38 @@ def test_bytecode_codes_smaller_and_decodes():
     assert api.decompress(api.compress(data, Recipe(mix=SPARSE))) == data
 
 
-def test_the_zero_run_counts_bytes_since_a_zero():
-    S = fed(b"\x01\x02\x00\x05\x06\x07", SPARSE).S
-    assert S[sparse.S_SP_ZERO_RUN] == 3
-    S = fed(b"\x01" * 40, SPARSE).S
-    assert S[sparse.S_SP_ZERO_RUN] == sparse.ZERO_RUN_CAP
+def history(numbers: list[int], width: int, tail: bytes = b"") -> tuple[np.ndarray, int]:
+    """A history buffer holding these little-endian numbers and then `tail`; its length."""
+    data = b"".join(v.to_bytes(width, "little") for v in numbers) + tail
+    HB = np.zeros(1 << 12, dtype=np.uint8)
+    HB[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return HB, len(data)
+
+
+def predicted(context_value: int) -> tuple[int, int, int, int]:
+    """step_context's parts: the byte's place, kept, whether the step is 0, the byte."""
+    return ((context_value >> 10) & 3, (context_value >> 9) & 1, (context_value >> 8) & 1,
+            context_value & 0xFF)
+
+
+def test_the_step_context_continues_the_last_step_with_its_carries():
+    mask = (1 << 12) - 1
+    HB, n = history([0x01F0, 0x01F8], 4)  # step 8: the next is 0x0200
+    assert predicted(sparse.step_context(HB, n, mask, 4)) == (0, 1, 0, 0x00)
+    HB, n = history([0x01F0, 0x01F8], 4, b"\x00")  # the low byte kept to it: the carry
+    assert predicted(sparse.step_context(HB, n, mask, 4)) == (1, 1, 0, 0x02)
+    HB, n = history([0x01F0, 0x01F8], 4, b"\xfe")  # 6 short of the step: no carry
+    assert predicted(sparse.step_context(HB, n, mask, 4)) == (1, 0, 0, 0x01)
+    HB, n = history([0x1234, 0x1234], 2, b"\x34")  # step 0: the same number again
+    assert predicted(sparse.step_context(HB, n, mask, 2)) == (1, 1, 1, 0x12)
+    HB, n = history([0xFFFF, 0x0001], 2)  # steps wrap around the width
+    assert predicted(sparse.step_context(HB, n, mask, 2)) == (0, 1, 0, 0x03)
+    assert sparse.step_context(*history([7], 4), mask, 4) == -1  # not two numbers yet
+
+
+def test_rising_offsets_code_smaller():
+    """A table of 32-bit offsets rising by string lengths (as an executable's name tables)."""
+    rng = np.random.default_rng(4)
+    offsets = np.cumsum(rng.integers(3, 12, 3000)).astype("<u4").tobytes()
+    data = TEXT + offsets
+    assert len(payload(data, SPARSE)) < 0.9 * len(payload(data, SMALL))
