@@ -90,6 +90,30 @@ def test_memory_is_fixed_by_the_recipe_not_the_input():
     assert size <= cfg.memory_bytes() + 4096
 
 
+def test_order1_and_sse2_tables_take_the_size_their_fields_give():
+    """order1_bits packs order 1's table (it holds 256 x 17 nibble contexts at most) and the
+    next order starts after it; sse2_bits sizes the order-2 APM; both are what memory
+    counts, and a coded stream's order-1 slots stay inside the small table."""
+    full = MixConfig(orders=(1, 2), table_bits=12, match_bits=14, sse2=True)
+    small = replace(full, order1_bits=10, sse2_bits=7)
+    S = MixArrays(small, 1).S
+    assert [S[context.S_TBITS + o] for o in range(2)] == [10, 12]
+    assert [S[context.S_TBASE + o] for o in range(2)] == [0, 1 << 10]
+    assert S[context.S_MATCH_BASE] == ((1 << 10) + (1 << 12)) * context.SLOT
+    a3 = mixer.APM_CELLS * 256 * ((1 << 10) - (1 << 7)) * 4
+    assert full.memory_bytes() - small.memory_bytes() == 4 * context.SLOT * 3 * (1 << 10) + a3
+    p = Predictor(Recipe(model=TINY_CONFIG, mix=small))
+    p.encode_frame(TEXT)
+    order1 = p.mixing.S[context.S_SLOTS:context.S_SLOTS + 17]
+    assert (order1 >= 0).any() and (order1 < (1 << 10) * context.SLOT).all()
+    CT = p.mixing.CT
+    assert CT[:(1 << 10) * context.SLOT].any()
+    with pytest.raises(ValueError, match="order1_bits"):
+        replace(full, order1_bits=13).validate()
+    with pytest.raises(ValueError, match="sse2_bits"):
+        replace(full, sse2_bits=11).validate()
+
+
 def test_unknown_context_gives_no_evidence_and_a_seen_one_does():
     arrays = MixArrays(MixConfig(table_bits=12, match_bits=14, network=False), 1)
     S, CT, MX = arrays.S, arrays.CT, arrays.MX
@@ -286,7 +310,7 @@ def test_rows_built_on_first_use_code_as_if_built_at_the_start():
     were all built before the first byte gives the same probabilities, and the lazy one
     built only the blocks its data chose."""
     recipe = mixed(selectors=3)
-    recipe = replace(recipe, mix=replace(recipe.mix, sse2=True))
+    recipe = replace(recipe, mix=replace(recipe.mix, sse2=True, sse2_bits=9))
     data = np.frombuffer(TEXT * 2 + bytes(range(0, 256, 3)), dtype=np.uint8).copy()
     lazy, eager = Predictor(recipe), Predictor(recipe)
     S, MX = eager.mixing.S, eager.mixing.MX
@@ -295,7 +319,7 @@ def test_rows_built_on_first_use_code_as_if_built_at_the_start():
         mixer.init_apm(MX, S[mixer.S_A2] + (c << 8) * mixer.APM_CELLS, 256)
         mixer.init_weight_rows(S, MX, S[mixer.S_W2] + (c << 8) * nin)
         mixer.init_weight_rows(S, MX, S[mixer.S_W3] + (c << 8) * nin)
-    for h in range(1 << mixer.SSE2_BITS):
+    for h in range(1 << 9):
         mixer.init_apm(MX, S[mixer.S_A3] + (h << 8) * mixer.APM_CELLS, 256)
     S[context.S_READY:context.S_READY + context.N_S_READY] = 1
     rows = [np.empty((len(data), 256), dtype=np.float32) for _ in range(2)]
@@ -303,5 +327,5 @@ def test_rows_built_on_first_use_code_as_if_built_at_the_start():
     eager.run_block(data, rows[1])
     assert np.array_equal(rows[0], rows[1])
     built = lazy.mixing.S[context.S_READY:context.S_READY + context.N_S_READY]
-    assert 0 < built[mixer.R_A3 - context.S_READY:].sum() < 1 << mixer.SSE2_BITS
+    assert 0 < built[mixer.R_A3 - context.S_READY:].sum() < 1 << 9
     assert 0 < built[:256].sum() < 256

@@ -51,20 +51,23 @@ USES_MAX = 0xFFFFFFFF - USE  # the use count saturates below 2**15
 # sheet.py, exe.py, delta.py, syntax.py), then the large tables. MixArrays fills it.
 MAX_MODELS = 16
 SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
-SSE2_BITS = 10
+SSE2_BITS = 10  # the most bits of the order-2 APM's contexts (mix sse2_bits)
 STATE = StateLayout("the context models' state S")
 # position, history, word hash, match pointer and length, the match's expected byte; the
 # settings: models, table bits, count limit, history and match hash bits, the tables' bases
-# in HB, the ways a context may own (mix ways)
-(S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_BITS, S_LIMIT, S_HBITS, S_MBITS,
- S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS) = STATE.add_each(
-    "pos", "hist", "word", "ptr", "len", "expect", "models", "table_bits", "count_limit",
-    "history_bits", "match_bits", "match_base", "match_count_base", "ways")
+# in HB, the ways a context may own (mix ways), the order-2 APM's context bits (mix sse2_bits)
+(S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_LIMIT, S_HBITS, S_MBITS,
+ S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS, S_SSE2_BITS) = STATE.add_each(
+    "pos", "hist", "word", "ptr", "len", "expect", "models", "count_limit",
+    "history_bits", "match_bits", "match_base", "match_count_base", "ways", "sse2_bits")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
     "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt")))
 S_ORDERS = STATE.add("orders", MAX_MODELS)  # S[S_ORDERS + o]: model o's kind
 S_CTX = STATE.add("ctx", MAX_MODELS)  # S[S_CTX + o]: hash of model o's current context
+# S[S_TBASE + o]: model o's first slot in CT; S[S_TBITS + o]: its table holds 2**that slots
+S_TBASE = STATE.add("table_base", MAX_MODELS)
+S_TBITS = STATE.add("table_bits", MAX_MODELS)
 # S[S_SLOTS + 17 * o + j]: model o's slot of nibble j (0: high, 1 + h: low) or -1
 S_SLOTS = STATE.add("slots", 17 * MAX_MODELS)
 # record-length detection (the record kinds): the length r (0: none yet), then two candidates
@@ -231,8 +234,7 @@ def slot_address(S, o, j):
     """Where nibble j of model o's context lives: its table index (the first of the group
     of `ways` it may own is that index with the low bits cleared) and the check word."""
     h = slot_hash(S[S_CTX + o], j)
-    bits = S[S_BITS]
-    return (o << bits) + (h >> (32 - bits)), (h & 0xFFFF) + 1
+    return S[S_TBASE + o] + (h >> (32 - S[S_TBITS + o])), (h & 0xFFFF) + 1
 
 
 @jit

@@ -54,7 +54,6 @@ from rwkvzip.ops.prefetch import prefetch
     "mixer.pm", "mixer.sum", "mixer.gm", "mixer.sm", "mixer.sel", "mixer.w2", "mixer.wf",
     "mixer.zs", "mixer.gate", "mixer.a3", "mixer.a3_row", "mixer.w3", "mixer.wf3",
     "mixer.zs3", "mixer.cnt")
-SSE2_BITS = cx.SSE2_BITS  # the order-2 APM's contexts: a(1), a(2) hashed to this many bits
 # S[cx.S_READY + R_... + i]: block i of the second and third mixers' weights, the second APM's
 # rows (by selector byte) and the order-2 APM's (by context) built (ready_rows)
 R_W2, R_W3, R_A2, R_A3 = (cx.S_READY + i * ALPHABET for i in range(4))
@@ -91,12 +90,13 @@ SSE_P, SSE_A1, SSE_A2, SSE_A3 = 0.3, 0.2, 0.2, 0.3
 def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
            image_model: bool = False, sheet_expect: bool = False,
            sse2: bool = False, set_counts: bool = False,
-           delta_model: bool = False) -> tuple[dict, int]:
+           delta_model: bool = False, sse2_bits: int = cx.SSE2_BITS) -> tuple[dict, int]:
     """Offsets into MX of every float array, and its size. A second selector adds its weights
     (by previous byte and node), the final mixer's weights and each node's two mixer outputs
     at the end, so a one-selector layout is unchanged; the image model's inputs come after
     the others, then the column-delta model's, the spreadsheet model's expected byte last.
-    set_counts: one update count per weight set of every mixer (mix field set_decay), last."""
+    set_counts: one update count per weight set of every mixer (mix field set_decay), last;
+    sse2_bits: the order-2 APM has 2**sse2_bits contexts."""
     # counters, their maps, match, bias, network, image templates, column-delta histograms,
     # sheet's expected byte
     nin = (2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
@@ -110,7 +110,7 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
              ("gm", max(bptt, 1) * ALPHABET),
              ("w2", ALPHABET * ALPHABET * nin * two), ("wf", 2 * ALPHABET * two),
              ("zs", 2 * ALPHABET * two), ("img", image.weights_size() * image_model),
-             ("a3", (ALPHABET << SSE2_BITS) * APM_CELLS * sse2),
+             ("a3", (ALPHABET << sse2_bits) * APM_CELLS * sse2),
              ("w3", ALPHABET * ALPHABET * nin * three), ("wf3", ALPHABET * three),
              ("zs3", ALPHABET * three),
              ("cnt", (3 * (n_models + 1) * ALPHABET + ALPHABET * ALPHABET * (two + three))
@@ -329,8 +329,8 @@ def apm_learn(MX, r, j, f, bit, rate):
 
 @jit
 def sse2_context(S):
-    """The order-2 APM's context for the next byte: a(1) and a(2) hashed."""
-    return cx.hash32((S[cx.S_HIST] & 0xFFFF) * 0x2C1B3C6D + 0x7F4A7C15) >> (32 - SSE2_BITS)
+    """The order-2 APM's context for the next byte: a(1) and a(2) hashed (to mix sse2_bits)."""
+    return cx.hash32((S[cx.S_HIST] & 0xFFFF) * 0x2C1B3C6D + 0x7F4A7C15) >> (32 - S[cx.S_SSE2_BITS])
 
 
 @jit

@@ -29,7 +29,7 @@ from rwkvzip.ops import memory
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
-                   "riscv", "s390x", "thumb", "jvm", "pyc", "wasm")
+                   "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,9 @@ class MixConfig:
     two before it (21), the one before those (22), and the byte at this column of the line
     above (23), the column (24); 25 indirect: the last byte with the two bytes that
     followed the last two bytes the last two times they occurred; table_bits:
-    each model's table holds 2**table_bits slots of 64 bytes; match_bits: 2**match_bits bytes
+    each model's table holds 2**table_bits slots of 64 bytes; order1_bits: order 1's, which
+    holds 256 contexts x 17 nibbles at most, 2**order1_bits (0: table_bits; 15 holds them
+    all and keeps 14 MB of 16 out of memory); match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
     mixer (weights by node, match state and known models), or 2, a second mixer whose
@@ -60,7 +62,8 @@ class MixConfig:
     model (cm/image.py: pixels from their neighbours in rows of the detected length);
     sheet_expect: one more input from the spreadsheet model, the byte its column's last two
     cells extrapolate to (cm/sheet.py, expect; needs a kind 16...19); sse2: a third APM
-    stage by the last two bytes (hashed) and node; ways: 1, 2 or 4 slots a context may own
+    stage by the last two bytes (hashed to sse2_bits bits: 10, 33 MB; each bit fewer halves
+    it) and node; ways: 1, 2 or 4 slots a context may own
     (an aligned group; a new context takes the one used least); ctx_init, text_init: every
     mixer's initial weight of each context model's two inputs, and of a text kind's (20 ...
     23); set_decay: 0, every weight set learns at the mixer-wide rate (lr decayed by the bytes
@@ -114,6 +117,7 @@ class MixConfig:
 
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
     table_bits: int = 18
+    order1_bits: int = 0
     match_bits: int = 22
     count_limit: int = 30
     lr: float = 0.005
@@ -128,6 +132,7 @@ class MixConfig:
     image: bool = False
     sheet_expect: bool = False
     sse2: bool = False
+    sse2_bits: int = cx.SSE2_BITS
     ways: int = 1
     ctx_init: float = 0.15
     text_init: float = 0.05
@@ -172,6 +177,10 @@ class MixConfig:
             raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:
             raise ValueError("table_bits must be in 10..24")
+        if self.order1_bits and not 10 <= self.order1_bits <= self.table_bits:
+            raise ValueError("order1_bits must be 0 (table_bits) or in 10..table_bits")
+        if not 6 <= self.sse2_bits <= cx.SSE2_BITS:
+            raise ValueError(f"sse2_bits must be in 6..{cx.SSE2_BITS}")
         if not 0.0 <= self.net_init <= 4.0:
             raise ValueError("net_init must be in [0, 4]")
         if not (0.0 <= self.ctx_init <= 1.0 and 0.0 <= self.text_init <= 1.0):
@@ -190,9 +199,14 @@ class MixConfig:
                 and 0.0 < self.apm_rate <= 1.0 and 0.0 < self.map_rate <= 1.0):
             raise ValueError("mixer rates must be in (0, 1]")
 
+    def table_bits_of(self) -> list[int]:
+        """Each order's table size in bits: table_bits, order 1's order1_bits where set."""
+        return [self.order1_bits if k == 1 and self.order1_bits else self.table_bits
+                for k in self.orders]
+
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
-        tables = len(self.orders) * (4 * cx.SLOT << self.table_bits) + (5 << self.match_bits)
+        tables = sum(4 * cx.SLOT << b for b in self.table_bits_of()) + (5 << self.match_bits)
         tables += 4 * (image.table_size() * self.image + sheet.EXPECT_COUNTERS * self.sheet_expect
                        + delta.table_size() * self.delta)
         return tables + 4 * self.layout(bptt)[1]
@@ -200,7 +214,8 @@ class MixConfig:
     def layout(self, bptt: int) -> tuple[dict, int]:
         """The mixer's float array layout (mixer.layout) for these settings."""
         return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image,
-                         self.sheet_expect, self.sse2, self.set_decay > 0.0, self.delta)
+                         self.sheet_expect, self.sse2, self.set_decay > 0.0, self.delta,
+                         self.sse2_bits)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -219,12 +234,16 @@ class MixArrays:
         K = len(cfg.orders)
         S = np.zeros(cx.N_S, dtype=np.int64)
         S[cx.S_K] = K
-        S[cx.S_BITS] = cfg.table_bits
         S[cx.S_WAYS] = cfg.ways
         S[cx.S_LIMIT] = cfg.count_limit
         S[cx.S_HBITS] = cfg.match_bits
         S[cx.S_MBITS] = cfg.match_bits
-        S[cx.S_MATCH_BASE] = K * cx.SLOT << cfg.table_bits
+        base = 0
+        for o, bits in enumerate(cfg.table_bits_of()):
+            S[cx.S_TBASE + o], S[cx.S_TBITS + o] = base, bits
+            base += 1 << bits
+        S[cx.S_MATCH_BASE] = base * cx.SLOT
+        S[cx.S_SSE2_BITS] = cfg.sse2_bits
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
