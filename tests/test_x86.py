@@ -193,11 +193,18 @@ def test_the_contexts_follow_the_instruction():
 
 
 def test_each_place_keeps_its_last_two_bytes():
-    """The bytes coded at one place of any instruction (here an immediate's first byte,
-    apart with REX.W) are the place's last bytes, whichever opcode came between."""
-    tail = instruction_bytes(["b8 11 00 00 00", "05 22 00 00 00", "48 c7 c0 33 00 00 00",
-                              "90", "90"])
+    """The bytes coded at one place (the field and the byte in it, REX.W; a displacement's
+    ModRM mod and rm; an immediate's opcode class) are that place's last bytes."""
+    tail = instruction_bytes(["b8 11 00 00 00", "8b 45 f0", "b8 22 00 00 00",
+                              "48 c7 c0 33 00 00 00", "8b 45 e8", "90", "90"])
     S = fed(TEXT + calling_code() + tail, X86).S
-    first_of_imm = 8 * x86.ST_IMM
-    assert S[x86.S_X86_PLACE_BYTES + first_of_imm] == 0x1122
-    assert S[x86.S_X86_PLACE_BYTES + first_of_imm + x86.N_PLACES // 2] & 0xFF == 0x33
+
+    def last(place: int) -> int:
+        return S[x86.S_X86_PLACE_BYTES + place]
+
+    mov_imm = 8 * x86.ST_IMM | (1 + (int(x86.hash32(0xB8)) >> 29)) << 7
+    assert last(mov_imm) == 0x1122
+    mov_rex_w = 8 * x86.ST_IMM | 64 | (1 + (int(x86.hash32(0xC7)) >> 29)) << 7
+    assert last(mov_rex_w) & 0xFF == 0x33
+    rbp_disp8 = 8 * x86.ST_DISP | (1 + 5 + 8 * 1) << 7  # mod 1, rm 5: [rbp + disp8]
+    assert last(rbp_disp8) == 0xF0E8

@@ -100,7 +100,7 @@ STATE.add_each(*(f"x86.{name}" for name in (
     "pfx", "npfx", "modrm", "imm", "op_at", "field_at", "ops", "same")))
 STATE.add("x86.last", 1 << 10)
 STATE.add("x86.place")  # the next byte's place (x86.place_of)
-STATE.add("x86.place_bytes", 1 << 7)  # the last two bytes coded at each place
+STATE.add("x86.place_bytes", 1 << 12)  # the last two bytes coded at each place
 STATE.add("x86.targets", 1 << 12)
 # the RISC-V model's (riscv.py): its setting and evidence, the instruction follower's state,
 # where the last instruction with each first byte started
