@@ -10,9 +10,9 @@ kinds (words, lines and records mean nothing in code) contexts of the instructio
 and the opcode, the opcodes before, the same place of the last instruction with the same
 opcode, and the last bytes coded at the same place of any instruction (the field, the byte
 in it and REX.W; a displacement's base and size, an immediate's opcode class: paq8px's
-ExeModel keeps such a history for each state); the second mixer's
-weight set and the second APM's row follow the field. It runs in
-recipes with the mix field `x86` (needs `exe`, whose measure of binary data it shares).
+ExeModel keeps such a history for each state); the second mixer's weight set and the second
+APM's row follow the field. It runs in recipes with the mix field `x86` (needs `exe`, whose
+measure of binary data it shares).
 
 Evidence comes from the stream: a call (E8) or jump (E9) whose 32-bit displacement is near
 (its top byte 00 or FF) and lands where an earlier one landed, twice within SEEN_SPAN bytes;
