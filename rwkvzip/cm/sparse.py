@@ -23,7 +23,7 @@ byte, with a(k) the byte k back:
   32-bit (16-bit) little-endian numbers predicts (`step_context`). Tables of offsets,
   indexes and code points rise by steps. On the tuning slices of Unicode tables
   (unicodedata2's PE .rdata and Mach-O name tables, 3 x 128 KB) they took the default from
-  1.4262 to 1.4200 bpb in place of the position's parity with a(2) and of a(1) with the
+  1.4262 to 1.4201 bpb in place of the position's parity with a(2) and of a(1) with the
   bytes since the last zero byte; the other binary tuning slices, where the model is live
   in places (10 x 128 KB), from 2.3641 to 2.3640.
 
