@@ -108,8 +108,10 @@ def test_order1_and_sse2_tables_take_the_size_their_fields_give():
     assert (order1 >= 0).any() and (order1 < (1 << 10) * context.SLOT).all()
     CT = p.mixing.CT
     assert CT[:(1 << 10) * context.SLOT].any()
+    shrunk = replace(small, order1_bits=15)  # at most table_bits: a card's tables shrink
+    assert shrunk.table_bits_of() == [12, 12]
     with pytest.raises(ValueError, match="order1_bits"):
-        replace(full, order1_bits=13).validate()
+        replace(full, order1_bits=9).validate()
     with pytest.raises(ValueError, match="sse2_bits"):
         replace(full, sse2_bits=11).validate()
 

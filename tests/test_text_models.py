@@ -131,4 +131,4 @@ def test_roundtrip_and_without_them_nothing_changes():
     # are checked bit for bit by test_golden)
     assert "sse2" not in PLAIN.to_dict()
     with_apm = replace(PLAIN, sse2=True).layout(1)[1] - PLAIN.layout(1)[1]
-    assert with_apm == (256 << mixer.SSE2_BITS) * mixer.APM_CELLS
+    assert with_apm == (256 << context.SSE2_BITS) * mixer.APM_CELLS

@@ -49,8 +49,8 @@ class MixConfig:
     above (23), the column (24); 25 indirect: the last byte with the two bytes that
     followed the last two bytes the last two times they occurred; table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; order1_bits: order 1's, which
-    holds 256 contexts x 17 nibbles at most, 2**order1_bits (0: table_bits; 15 holds them
-    all and keeps 14 MB of 16 out of memory); match_bits: 2**match_bits bytes
+    holds 256 contexts x 17 nibbles at most, at most 2**order1_bits (0: table_bits; 15
+    holds them all and keeps 14 MB of 16 out of memory); match_bits: 2**match_bits bytes
     of history (and as many hash entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
     mixer (weights by node, match state and known models), or 2, a second mixer whose
@@ -177,8 +177,8 @@ class MixConfig:
             raise ValueError("sheet_expect needs a spreadsheet kind (16...19) in the orders")
         if not 10 <= self.table_bits <= 24:
             raise ValueError("table_bits must be in 10..24")
-        if self.order1_bits and not 10 <= self.order1_bits <= self.table_bits:
-            raise ValueError("order1_bits must be 0 (table_bits) or in 10..table_bits")
+        if self.order1_bits and not 10 <= self.order1_bits <= 24:
+            raise ValueError("order1_bits must be 0 (table_bits) or in 10..24")
         if not 6 <= self.sse2_bits <= cx.SSE2_BITS:
             raise ValueError(f"sse2_bits must be in 6..{cx.SSE2_BITS}")
         if not 0.0 <= self.net_init <= 4.0:
@@ -200,9 +200,9 @@ class MixConfig:
             raise ValueError("mixer rates must be in (0, 1]")
 
     def table_bits_of(self) -> list[int]:
-        """Each order's table size in bits: table_bits, order 1's order1_bits where set."""
-        return [self.order1_bits if k == 1 and self.order1_bits else self.table_bits
-                for k in self.orders]
+        """Each order's table size in bits: table_bits; order 1's at most order1_bits."""
+        return [min(self.order1_bits, self.table_bits) if k == 1 and self.order1_bits
+                else self.table_bits for k in self.orders]
 
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""

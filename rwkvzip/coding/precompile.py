@@ -42,8 +42,7 @@ def small_recipe(recipe: Recipe) -> Recipe:
     """The recipe with the smallest tables: kernels are typed by their arrays' kinds, not
     sizes, so it compiles what the full recipe runs."""
     if recipe.mix is not None:
-        return replace(recipe, mix=replace(recipe.mix, table_bits=10, order1_bits=0,
-                                           match_bits=12))
+        return replace(recipe, mix=replace(recipe.mix, table_bits=10, match_bits=12))
     if recipe.counts is not None:
         return replace(recipe, counts=replace(recipe.counts, table_bits=8, match_bits=12))
     return recipe
