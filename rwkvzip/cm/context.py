@@ -54,7 +54,7 @@ SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
 SSE2_BITS = 10  # the most bits of the order-2 APM's contexts (mix sse2_bits)
 STATE = StateLayout("the context models' state S")
 # position, history, word hash, match pointer and length, the match's expected byte; the
-# settings: models, table bits, count limit, history and match hash bits, the tables' bases
+# settings: models, count limit, history and match hash bits, the tables' bases
 # in HB, the ways a context may own (mix ways), the order-2 APM's context bits (mix sse2_bits)
 (S_POS, S_HIST, S_WORD, S_PTR, S_LEN, S_EXPECT, S_K, S_LIMIT, S_HBITS, S_MBITS,
  S_MATCH_BASE, S_MCOUNT_BASE, S_WAYS, S_SSE2_BITS) = STATE.add_each(
