@@ -28,8 +28,10 @@ other data code exactly as without it.
 While live, near calls and jumps (E8, E9) are coded with their target in place of their
 displacement (`calls_before_byte`, the idea of xz's x86 BCJ filter applied inside the
 model), and so are x86-64's RIP-relative operands ([rip + disp32], counted from the
-instruction's end): calls of one function and uses of one global look alike wherever they
-are, so the match model and the contexts learn them. Conditional jumps (0F 80-8F) keep
+instruction's end) and, in i386 position-independent code, the `add REG, imm32` after
+`call __x86.get_pc_thunk.REG` (`adds_to_the_pc`: the GOT's address, counted from the
+call's end): calls of one function and uses of one global look alike wherever they are,
+so the match model and the contexts learn them. Conditional jumps (0F 80-8F) keep
 their displacement: they stay inside their function, and copies of a function (inlined or
 specialised code) then match byte for byte (by target: 0.2 % worse on the x86 tuning
 slices, 1 % on the duplicated code of a brotli module). The transform is a bijection of the near
@@ -41,7 +43,8 @@ Everything is integer. On the executables corpus's tuning slices (x86-64 and i38
 Mach-O, PE; 7 x 128 KB) it takes the default level from 3.34 to 2.71 bpb, in steps: the
 contexts to 3.03, calls by target to 2.87, RIP-relative operands to 2.83, the word kind's
 slot to 2.82, live without exe.py's control-byte condition to 2.71, the place's last bytes
-(in four of the slots; a displacement's by its ModRM, an immediate's by its opcode) to 2.67.
+(in four of the slots; a displacement's by its ModRM, an immediate's by its opcode) to 2.67,
+i386's GOT adds by the GOT's address to 2.66.
 """
 
 from __future__ import annotations
@@ -510,6 +513,20 @@ def next_contexts(S, HB):
 
 # --- The calls' transform.
 @jit
+def adds_to_the_pc(S, at):
+    """Whether the immediate at `at` is i386 position-independent code's `add REG, imm32`
+    (81 /0 on a register, or 05 on eax) right after a call: `call __x86.get_pc_thunk.REG`
+    puts the call's end in REG, and the immediate, the GOT's address minus that end,
+    differs in every function while the GOT's address does not."""
+    if is_64(S) or (S[S_X86_OPS] >> OP_BITS) & (N_LAST - 1) != 0xE8:
+        return False
+    op = S[S_X86_OP]
+    if op == 0x05:
+        return S[S_X86_OP_AT] == at - 1
+    return op == 0x81 and S[S_X86_OP_AT] == at - 2 and S[S_X86_MODRM] & 0xF8 == 0xC0
+
+
+@jit
 def calls_before_byte(S, data, t, encoding):
     """Before byte t of the block is coded: at the displacement of a near call or jump, or
     of a RIP-relative operand, while the model is live, with its four bytes in the block,
@@ -524,6 +541,8 @@ def calls_before_byte(S, data, t, encoding):
         S[S_X86_CALL_END] = at + 4
     elif stage == ST_DISP and S[S_X86_MODRM] & 0xC7 == 5 and is_64(S):  # [rip + disp32]
         S[S_X86_CALL_END] = at + 4 + S[S_X86_IMM]
+    elif stage == ST_IMM and adds_to_the_pc(S, at):  # i386's GOT, from the call's end
+        S[S_X86_CALL_END] = S[S_X86_OP_AT]
     else:
         return
     S[S_X86_CALL_AT] = at
