@@ -470,7 +470,7 @@ def next_contexts(S, HB):
         S[S_X86_SEL] = -1
         return
     stage = S[S_X86_STAGE]
-    place = field_place(S, n)
+    place = S[S_X86_PLACE] & 63  # field_place, as place_of set it
     op = S[S_X86_OP]  # before an opcode: the last instruction's
     ops = S[S_X86_OPS]
     pfx = S[S_X86_PFX]
@@ -528,9 +528,10 @@ def adds_to_the_pc(S, at):
 
 @jit
 def calls_before_byte(S, data, t, encoding):
-    """Before byte t of the block is coded: at the displacement of a near call or jump, or
-    of a RIP-relative operand, while the model is live, with its four bytes in the block,
-    mark it; the encoder puts the target (from the instruction's end) in its place."""
+    """Before byte t of the block is coded: at the displacement of a near call or jump, of
+    a RIP-relative operand or of i386's GOT add (adds_to_the_pc), while the model is live,
+    with its four bytes in the block, mark it; the encoder puts the target (from the
+    instruction's end; for the add, from the call's) in its place."""
     if S[S_X86_ON] == 0 or S[S_X86_SEL] < 0 or t + 4 > data.shape[0]:
         return
     at = S[cx.S_POS]
