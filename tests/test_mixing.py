@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from mixing_probe import fed, payload
 
 from rwkvzip import api
 from rwkvzip.cm import context, mixer
@@ -331,3 +332,41 @@ def test_rows_built_on_first_use_code_as_if_built_at_the_start():
     built = lazy.mixing.S[context.S_READY:context.S_READY + context.N_S_READY]
     assert 0 < built[mixer.R_A3 - context.S_READY:].sum() < 1 << 9
     assert 0 < built[:256].sum() < 256
+
+
+RECOVER = replace(SMALL_MIX, network=False, exe=True, match_recover=True)
+
+
+def _costs(data: bytes, mix: MixConfig) -> np.ndarray:
+    p = Predictor(Recipe(model=TINY_CONFIG, mix=mix))
+    probs = np.empty((len(data), 256), dtype=np.float32)
+    symbols = np.frombuffer(data, dtype=np.uint8).copy()
+    p.run_block(symbols, probs)
+    return -np.log2(probs[np.arange(len(data)), symbols].astype(np.float64))
+
+
+def test_a_match_on_binary_data_goes_on_after_a_changed_byte():
+    """A table repeated with one entry changed: the match resumes at the byte after it (the
+    recovery's own counters learn that), where without recovery six bytes go by before the
+    hash finds it again; both decode."""
+    block = np.random.default_rng(4).integers(0, 256, 3000, dtype=np.uint8)
+    edited = block.copy()
+    edited[100::50] ^= 0x5A  # 58 changed bytes
+    data = np.concatenate([block, edited]).tobytes()
+    plain = replace(RECOVER, match_recover=False)
+    after = [3000 + i + k for i in range(100, 3000, 50) for k in range(1, 7)]
+    assert _costs(data, RECOVER)[after].sum() < 0.25 * _costs(data, plain)[after].sum()
+    S = fed(data[:3101], RECOVER).S  # the changed byte suspended the match ...
+    assert S[context.S_LEN] == 0 and S[context.S_MBAK_LEN] >= 100
+    S = fed(data[:3102], RECOVER).S  # ... and the next one brought it back
+    assert S[context.S_LEN] >= 100 and S[context.S_MTRIAL] == context.MATCH_TRIAL
+    for mix in (RECOVER, plain):
+        assert api.decompress(api.compress(data, Recipe(model=TINY_CONFIG, mix=mix))) == data
+
+
+def test_match_recovery_leaves_text_as_it_was():
+    """Text has no control bytes, so the match model ends a match at a miss as before."""
+    text = TEXT * 6
+    assert payload(text, RECOVER) == payload(text, replace(RECOVER, match_recover=False))
+    with pytest.raises(ValueError, match="match_recover"):
+        replace(SMALL_MIX, match_recover=True).validate()

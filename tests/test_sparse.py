@@ -92,3 +92,9 @@ def test_rising_offsets_code_smaller():
     offsets = np.cumsum(rng.integers(3, 12, 3000)).astype("<u4").tobytes()
     data = TEXT + offsets
     assert len(payload(data, SPARSE)) < 0.9 * len(payload(data, SMALL))
+
+
+def test_silent_inside_a_string_of_binary_data():
+    """Three printable bytes in a row are a string: its slots keep their word contexts."""
+    assert fed(bytecode() + b"\x00\x01abc", SPARSE).S[sparse.S_SP_LIVE] == 0
+    assert fed(bytecode() + b"\x00\x01ab\x02", SPARSE).S[sparse.S_SP_LIVE] == 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm.history import (
+    MATCH_MAX,
     extend_match,
     hash32,
     is_word_byte,
@@ -37,6 +38,7 @@ SLOT = 16  # uint32 per table slot: check word + 15 nibble-tree counters
 P_BITS = 22  # counter probability bits (the low 10 bits count updates)
 P_HALF = 1 << (P_BITS - 1 + 10)  # a fresh counter: p = 1/2, count 0
 MATCH_MIN = 6  # bytes hashed to find a match candidate
+MATCH_TRIAL = 3  # a recovered match's bytes on trial (mix field match_recover)
 WORD_ORDER = 0  # an "order" of 0 in the recipe's list means the word context
 COUNT_LIMIT_MAX = 1023
 # a slot's check word: 17 bits of check, then (tables of 2 or 4 ways) how often its context
@@ -63,6 +65,11 @@ STATE = StateLayout("the context models' state S")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
     "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt")))
+# the match model's recovery (mix field match_recover; recover_match): on, live for the next
+# byte (exe.next_contexts sets it: the data is binary), the length of the match a miss
+# suspended (0: none) and where it would go on, the recovered match's bytes left on trial
+S_MREC_ON, S_MREC_LIVE, S_MBAK_LEN, S_MBAK_PTR, S_MTRIAL = STATE.add_each(
+    "match.recover", "match.live", "match.bak_len", "match.bak_ptr", "match.trial")
 S_ORDERS = STATE.add("orders", MAX_MODELS)  # S[S_ORDERS + o]: model o's kind
 S_CTX = STATE.add("ctx", MAX_MODELS)  # S[S_CTX + o]: hash of model o's current context
 # S[S_TBASE + o]: model o's first slot in CT; S[S_TBITS + o]: its table holds 2**that slots
@@ -91,7 +98,8 @@ STATE.add("sheet.succ", SHEET_COLUMNS)
 S_WORD1, S_WORD2, S_LINE, S_LINE_PREV = STATE.add_each("word1", "word2", "line", "line_prev")
 STATE.add_each(*(f"exe.{name}" for name in (
     "on", "control", "sel", "phase", "seen", "run_phase", "run_end", "run", "calls", "words",
-    "call_at", "le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa", "toc_at")))
+    "call_at", "le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa", "toc_at",
+    "last_control")))
 # the x86 model's (x86.py): its settings and evidence, the length decoder's state, where
 # each opcode's last instruction was, the next byte's place and each place's last bytes, the
 # call targets seen
@@ -417,8 +425,45 @@ def expected_byte_input(CT, ST, e, i, node, d):
 def match_input(CT, S, ST, node, d):
     """match_inputs' value at one node of depth d."""
     e = S[S_EXPECT]
-    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS) if e >= 0 else 0
+    i = match_counter(S) if e >= 0 else 0
     return expected_byte_input(CT, ST, e, i, node, d)
+
+
+@jit(inline="always")
+def match_counter(S):
+    """The match model's counter: by the match's length; a suspended match's next byte
+    (bucket 1) and a recovered match's bytes on trial (2 ... 1 + MATCH_TRIAL) have their own.
+    No match is shorter than MATCH_MIN, so those buckets are free."""
+    if S[S_LEN] == 0:
+        return S[S_MCOUNT_BASE] + 1
+    if S[S_MTRIAL] > 0:
+        return S[S_MCOUNT_BASE] + 1 + S[S_MTRIAL]
+    return S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS)
+
+
+@jit
+def recover_match(S, symbol):
+    """extend_match with paq8px's recovery, for data where one byte differs in a long repeat
+    (a table's changed entry, an instruction's other address): a miss suspends the match,
+    whose next byte is still expected; if it comes, the match goes on at its old length,
+    its next MATCH_TRIAL bytes on trial (their own counters). If not, the match ends."""
+    length = S[S_LEN]
+    if length > 0:
+        if S[S_EXPECT] == symbol:
+            S[S_PTR] += 1
+            S[S_LEN] = min(length + 1, MATCH_MAX)
+            S[S_MTRIAL] = max(S[S_MTRIAL] - 1, 0)
+        else:
+            S[S_MTRIAL] = 0
+            S[S_MBAK_LEN] = length
+            S[S_MBAK_PTR] = S[S_PTR] + 1
+            S[S_LEN] = 0
+    elif S[S_MBAK_LEN] > 0:
+        if S[S_EXPECT] == symbol:
+            S[S_LEN] = S[S_MBAK_LEN]
+            S[S_PTR] = S[S_MBAK_PTR] + 1
+            S[S_MTRIAL] = MATCH_TRIAL
+        S[S_MBAK_LEN] = 0
 
 
 @jit
@@ -631,10 +676,16 @@ def next_contexts(S, HB, byte):
 
 @jit
 def match_update(S, HB, CT):
-    """After next_contexts: extend or drop the current match, then look for a new one."""
+    """After next_contexts: extend, suspend or drop the current match, then look for a new
+    one. A suspended match keeps recovering while the data is no longer binary, so a
+    recovery that began ends by its own rule."""
     hmask = (1 << S[S_HBITS]) - 1
     pos = S[S_POS]
-    extend_match(S, S_LEN, S_PTR, S_EXPECT, np.int64(HB[(pos - 1) & hmask]))
+    symbol = np.int64(HB[(pos - 1) & hmask])
+    if S[S_MREC_LIVE] != 0 or S[S_MBAK_LEN] > 0 or S[S_MTRIAL] > 0:
+        recover_match(S, symbol)
+    else:
+        extend_match(S, S_LEN, S_PTR, S_EXPECT, symbol)
     if pos >= MATCH_MIN:
         h = hash32(S[S_HIST] & 0xFFFFFFFFFFFF) ^ hash32((S[S_HIST] >> 32) & 0xFFFF)
         idx = S[S_MATCH_BASE] + (h >> (32 - S[S_MBITS]))
@@ -645,8 +696,14 @@ def match_update(S, HB, CT):
                 if n >= MATCH_MIN:
                     S[S_LEN] = n
                     S[S_PTR] = cand
+                    S[S_MBAK_LEN] = S[S_MTRIAL] = 0
         CT[idx] = np.uint32(pos)
-    S[S_EXPECT] = np.int64(HB[S[S_PTR] & hmask]) if S[S_LEN] > 0 else -1
+    if S[S_LEN] > 0:
+        S[S_EXPECT] = np.int64(HB[S[S_PTR] & hmask])
+    elif S[S_MBAK_LEN] > 0:
+        S[S_EXPECT] = np.int64(HB[S[S_MBAK_PTR] & hmask])
+    else:
+        S[S_EXPECT] = -1
 
 
 @jit
@@ -654,7 +711,7 @@ def match_inputs(CT, S, ST, X, col):
     """X[node, col]: the match model's evidence, +-stretch(p(expected bit is right)) on the
     path of the byte that followed the earlier occurrence, 0 elsewhere."""
     e = S[S_EXPECT]
-    i = S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS) if e >= 0 else 0
+    i = match_counter(S) if e >= 0 else 0
     expected_byte_inputs(CT, ST, X, col, e, i)
 
 
@@ -679,8 +736,7 @@ def match_learn(CT, S, symbol):
     """Teach the length bucket's counter whether the expected byte's bits came true."""
     e = S[S_EXPECT]
     if e >= 0:
-        learn_expected_byte(CT, S[S_MCOUNT_BASE] + match_bucket(S[S_LEN], MATCH_BUCKETS), e,
-                            symbol)
+        learn_expected_byte(CT, match_counter(S), e, symbol)
 
 
 @jit

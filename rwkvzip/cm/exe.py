@@ -81,8 +81,9 @@ from rwkvzip.ops.jit import jit
 (S_EXE_LE, S_EXE_ISA, S_EXE_LE_RUN_PHASE, S_EXE_LE_RUN_END, S_EXE_LE_RUN,
  S_EXE_CALL_ISA) = cx.STATE.offsets(*(
     f"exe.{name}" for name in ("le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa")))
-# where the POWER TOC pair the transform marked starts (-1: none)
-S_EXE_TOC_AT = cx.STATE.offset("exe.toc_at")
+# where the POWER TOC pair the transform marked starts (-1: none); where the last control
+# byte was coded (its position + 1; 0: none yet)
+S_EXE_TOC_AT, S_EXE_LAST_CONTROL = cx.STATE.offsets("exe.toc_at", "exe.last_control")
 # SPARC's big-endian words; little-endian words: AArch64's, POWER's (classes from the top
 # byte alike; calls and pages by target in AArch64 alone)
 ISA_BE, ISA_AARCH64, ISA_POWER_LE = 0, 1, 2
@@ -105,6 +106,9 @@ LIVE_AT = (CONTROL_ONE << CONTROL_SHIFT) // LIVE_CONTROL
 IMAGE_ROW_MIN = 128  # a 1-bit image with rows at least this long takes precedence
 SIGNATURE_GAP = 4096  # two signature words at one phase at most this far apart are evidence
 SEEN_SPAN = 65536  # the model stays live this long after the last evidence
+BINARY_SPAN = 4096  # the data is binary within this many bytes of a control byte: the match
+# model recovers there (mix field match_recover; context.recover_match), and a stretch of
+# text inside a binary (an executable's strings) keeps it
 ELF_MAGIC = 0x7F454C46  # an ELF header's first four bytes; its sixth is 2 for big-endian
 SEL_FIELD_BITS = 6  # the selector: j in its top 2 bits, the fields read so far (hashed) below
 
@@ -258,6 +262,10 @@ def next_contexts(S, HB):
     n = S[cx.S_POS]  # the next byte's position
     S[S_EXE_CONTROL] += (np.int64(text_class(hist & 0xFF) == 0) * CONTROL_ONE
                          - (S[S_EXE_CONTROL] >> CONTROL_SHIFT))
+    if text_class(hist & 0xFF) == 0:
+        S[S_EXE_LAST_CONTROL] = n
+    S[cx.S_MREC_LIVE] = int(S[cx.S_MREC_ON] != 0 and S[S_EXE_LAST_CONTROL] > 0
+                            and n - S[S_EXE_LAST_CONTROL] <= BINARY_SPAN)
     follow_evidence(S, hist, n)
     if not is_live(S):
         S[S_EXE_SEL] = -1

@@ -29,7 +29,8 @@ from rwkvzip.ops import memory
 OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect", "sse2",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
-                   "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits")
+                   "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
+                   "match_recover")
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,9 @@ class MixConfig:
     the same for compiled Python modules (CPython 3.11 on: marshal objects, bytecode, line
     tables); wasm: the WebAssembly model (cm/wasm.py), the same for the function bodies of
     WebAssembly code (opcodes and their immediates), found from a module's header or from
-    the bodies' sizes.
+    the bodies' sizes; match_recover: while the data is binary (a control byte in the last
+    exe.BINARY_SPAN), a miss suspends the match model's match instead of ending it, and the
+    byte after the missed one brings it back (context.recover_match; needs exe).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -133,6 +136,7 @@ class MixConfig:
     sheet_expect: bool = False
     sse2: bool = False
     sse2_bits: int = cx.SSE2_BITS
+    match_recover: bool = False
     ways: int = 1
     ctx_init: float = 0.15
     text_init: float = 0.05
@@ -164,9 +168,9 @@ class MixConfig:
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
-                or self.riscv or self.s390x or self.thumb) and not self.exe:
-            raise ValueError("exe_calls, exe_words, exe_le, x86, riscv, s390x, thumb and "
-                             "sparse need exe (the executable model)")
+                or self.riscv or self.s390x or self.thumb or self.match_recover) and not self.exe:
+            raise ValueError("exe_calls, exe_words, exe_le, x86, riscv, s390x, thumb, "
+                             "sparse and match_recover need exe (the executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -246,6 +250,7 @@ class MixArrays:
         S[cx.S_SSE2_BITS] = cfg.sse2_bits
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
+        S[cx.S_MREC_ON] = int(cfg.match_recover)
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
         S[cx.S_REC_ON] = int(cfg.image or cfg.delta
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
