@@ -43,9 +43,15 @@ def _kernel_fingerprint(package: Path | None = None) -> str:
 
 
 def configure_numba_cache(version: str) -> None:
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
+    """A directory of the user's NUMBA_CACHE_DIR gets a subdirectory per version and
+    fingerprint too: numba would otherwise load an older build's kernels, whose state
+    offsets no longer hold."""
     tag = f"numba-{version}-{_kernel_fingerprint()}"
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    if chosen:
+        if os.path.basename(os.path.normpath(chosen)) != tag:  # not already ours
+            os.environ["NUMBA_CACHE_DIR"] = os.path.join(chosen, tag)
+        return
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     user = str(os.getuid()) if hasattr(os, "getuid") else "user"
     candidates = [
