@@ -98,3 +98,12 @@ def test_silent_inside_a_string_of_binary_data():
     """Three printable bytes in a row are a string: its slots keep their word contexts."""
     assert fed(bytecode() + b"\x00\x01abc", SPARSE).S[sparse.S_SP_LIVE] == 0
     assert fed(bytecode() + b"\x00\x01ab\x02", SPARSE).S[sparse.S_SP_LIVE] == 1
+
+
+def test_each_byte_keeps_the_two_that_ended_its_last_runs():
+    """01 05 05 07 01 05 09: runs of 05 ended by 07, then 09; of 01 by 05 twice."""
+    S = fed(b"\x01\x05\x05\x07\x01\x05\x09", SPARSE).S
+    assert S[sparse.S_SP_ENDS + 5] == 0x0709
+    assert S[sparse.S_SP_ENDS + 1] == 0x0505
+    assert S[sparse.S_SP_ENDS + 7] == 0x01
+    assert S[sparse.S_SP_ENDS + 9] == 0  # no run of 09 has ended
