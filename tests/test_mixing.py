@@ -8,7 +8,7 @@ import pytest
 from mixing_probe import fed, payload
 
 from rwkvzip import api
-from rwkvzip.cm import context, mixer
+from rwkvzip.cm import context, exe, mixer
 from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.coding.codec import Predictor
 from rwkvzip.net import common
@@ -370,3 +370,19 @@ def test_match_recovery_leaves_text_as_it_was():
     assert payload(text, RECOVER) == payload(text, replace(RECOVER, match_recover=False))
     with pytest.raises(ValueError, match="match_recover"):
         replace(SMALL_MIX, match_recover=True).validate()
+
+
+def test_counters_take_the_binary_count_limit_within_reach_of_a_control_byte():
+    """Binary data (a control byte within exe.BINARY_SPAN) updates the counters with
+    binary_count_limit; text, and text long after the last control byte, with count_limit."""
+    fast = replace(SMALL_MIX, network=False, exe=True, binary_count_limit=6)
+    table = np.random.default_rng(5).integers(0, 8, 3000, dtype=np.uint8).tobytes()
+    assert fed(table, fast).S[context.S_LIMIT_NOW] == 6
+    prose = (TEXT * 40)[:exe.BINARY_SPAN + 10]
+    assert fed(table + prose, fast).S[context.S_LIMIT_NOW] == fast.count_limit
+    assert payload(TEXT * 6, fast) == payload(TEXT * 6, replace(fast, binary_count_limit=0))
+    assert payload(table, fast) != payload(table, replace(fast, binary_count_limit=0))
+    recipe = Recipe(model=TINY_CONFIG, mix=fast)
+    assert api.decompress(api.compress(table + prose, recipe)) == table + prose
+    with pytest.raises(ValueError, match="binary_count_limit"):
+        replace(SMALL_MIX, binary_count_limit=6).validate()

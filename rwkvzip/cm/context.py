@@ -65,11 +65,17 @@ STATE = StateLayout("the context models' state S")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
     "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt")))
-# the match model's recovery (mix field match_recover; recover_match): on, live for the next
-# byte (exe.next_contexts sets it: the data is binary), the length of the match a miss
-# suspended (0: none) and where it would go on, the recovered match's bytes left on trial
-S_MREC_ON, S_MREC_LIVE, S_MBAK_LEN, S_MBAK_PTR, S_MTRIAL = STATE.add_each(
-    "match.recover", "match.live", "match.bak_len", "match.bak_ptr", "match.trial")
+# whether the next byte is binary (exe.next_contexts sets it: a control byte within
+# exe.BINARY_SPAN; 0 without exe), the counters' count limit there (mix field
+# binary_count_limit; 0: count_limit everywhere) and the limit for the next byte's update
+# (exe.next_contexts sets it)
+S_BINARY, S_LIMIT_BIN, S_LIMIT_NOW = STATE.add_each(
+    "binary", "binary_count_limit", "count_limit_now")
+# the match model's recovery (mix field match_recover; recover_match): on, the length of the
+# match a miss suspended (0: none) and where it would go on, the recovered match's bytes
+# left on trial
+S_MREC_ON, S_MBAK_LEN, S_MBAK_PTR, S_MTRIAL = STATE.add_each(
+    "match.recover", "match.bak_len", "match.bak_ptr", "match.trial")
 S_ORDERS = STATE.add("orders", MAX_MODELS)  # S[S_ORDERS + o]: model o's kind
 S_CTX = STATE.add("ctx", MAX_MODELS)  # S[S_CTX + o]: hash of model o's current context
 # S[S_TBASE + o]: model o's first slot in CT; S[S_TBITS + o]: its table holds 2**that slots
@@ -471,7 +477,7 @@ def recover_match(S, symbol):
 def update_models(CT, S, SM, symbol, map_rate):
     """Learn the coded byte in every model's counters (claiming their slots) and maps."""
     K = S[S_K]
-    limit = S[S_LIMIT]
+    limit = S[S_LIMIT_NOW]
     hi = symbol >> 4
     for o in range(K):
         if S[S_CTX + o] == ABSENT:
@@ -683,7 +689,7 @@ def match_update(S, HB, CT):
     hmask = (1 << S[S_HBITS]) - 1
     pos = S[S_POS]
     symbol = np.int64(HB[(pos - 1) & hmask])
-    if S[S_MREC_LIVE] != 0 or S[S_MBAK_LEN] > 0 or S[S_MTRIAL] > 0:
+    if (S[S_MREC_ON] != 0 and S[S_BINARY] != 0) or S[S_MBAK_LEN] > 0 or S[S_MTRIAL] > 0:
         recover_match(S, symbol)
     else:
         extend_match(S, S_LEN, S_PTR, S_EXPECT, symbol)

@@ -107,8 +107,10 @@ IMAGE_ROW_MIN = 128  # a 1-bit image with rows at least this long takes preceden
 SIGNATURE_GAP = 4096  # two signature words at one phase at most this far apart are evidence
 SEEN_SPAN = 65536  # the model stays live this long after the last evidence
 BINARY_SPAN = 4096  # the data is binary within this many bytes of a control byte: the match
-# model recovers there (mix field match_recover; context.recover_match), and a stretch of
-# text inside a binary (an executable's strings) keeps it
+# model recovers there (mix field match_recover; context.recover_match), the counters
+# adapt by their own limit outside a known grid of cells (mix field binary_count_limit;
+# cells_known: a spreadsheet's cells keep the slower counters), and a stretch of text
+# inside a binary (an executable's strings) keeps both
 ELF_MAGIC = 0x7F454C46  # an ELF header's first four bytes; its sixth is 2 for big-endian
 SEL_FIELD_BITS = 6  # the selector: j in its top 2 bits, the fields read so far (hashed) below
 
@@ -208,13 +210,17 @@ def le_fields(w):
 
 
 @jit
+def cells_known(S):
+    """Whether the data is cells of a known grid: a spreadsheet record chain followed
+    (sheet.py) or a 1-bit image of long rows (image.py)."""
+    return sheet.following(S) or (image.live(S) and S[image.S_IMG_R] >= IMAGE_ROW_MIN)
+
+
+@jit
 def structure_known(S):
-    """Whether a model that knows the data's structure speaks for it: a spreadsheet record
-    chain followed (sheet.py), a class file (jvm.py), compiled Python module (pyc.py) or
-    WebAssembly code (wasm.py), or a 1-bit image of long rows (image.py)."""
-    if sheet.following(S) or jvm.following(S) or pyc.following(S) or wasm.following(S):
-        return True
-    return image.live(S) and S[image.S_IMG_R] >= IMAGE_ROW_MIN
+    """Whether a model that knows the data's structure speaks for it: cells_known, or a
+    class file (jvm.py), compiled Python module (pyc.py) or WebAssembly code (wasm.py)."""
+    return cells_known(S) or jvm.following(S) or pyc.following(S) or wasm.following(S)
 
 
 @jit
@@ -264,8 +270,9 @@ def next_contexts(S, HB):
                          - (S[S_EXE_CONTROL] >> CONTROL_SHIFT))
     if text_class(hist & 0xFF) == 0:
         S[S_EXE_LAST_CONTROL] = n
-    S[cx.S_MREC_LIVE] = int(S[cx.S_MREC_ON] != 0 and S[S_EXE_LAST_CONTROL] > 0
-                            and n - S[S_EXE_LAST_CONTROL] <= BINARY_SPAN)
+    S[cx.S_BINARY] = int(S[S_EXE_LAST_CONTROL] > 0 and n - S[S_EXE_LAST_CONTROL] <= BINARY_SPAN)
+    fast = S[cx.S_BINARY] != 0 and S[cx.S_LIMIT_BIN] > 0 and not cells_known(S)
+    S[cx.S_LIMIT_NOW] = S[cx.S_LIMIT_BIN] if fast else S[cx.S_LIMIT]
     follow_evidence(S, hist, n)
     if not is_live(S):
         S[S_EXE_SEL] = -1

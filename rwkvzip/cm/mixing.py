@@ -30,7 +30,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
-                   "match_recover")
+                   "match_recover", "binary_count_limit")
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,9 @@ class MixConfig:
     WebAssembly code (opcodes and their immediates), found from a module's header or from
     the bodies' sizes; match_recover: while the data is binary (a control byte in the last
     exe.BINARY_SPAN), a miss suspends the match model's match instead of ending it, and the
-    byte after the missed one brings it back (context.recover_match; needs exe).
+    byte after the missed one brings it back (context.recover_match; needs exe);
+    binary_count_limit: 0, or the counters' count limit while the data is binary (tables and
+    code change their statistics faster than text; needs exe).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -137,6 +139,7 @@ class MixConfig:
     sse2: bool = False
     sse2_bits: int = cx.SSE2_BITS
     match_recover: bool = False
+    binary_count_limit: int = 0
     ways: int = 1
     ctx_init: float = 0.15
     text_init: float = 0.05
@@ -168,9 +171,11 @@ class MixConfig:
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
-                or self.riscv or self.s390x or self.thumb or self.match_recover) and not self.exe:
+                or self.riscv or self.s390x or self.thumb or self.match_recover
+                or self.binary_count_limit) and not self.exe:
             raise ValueError("exe_calls, exe_words, exe_le, x86, riscv, s390x, thumb, "
-                             "sparse and match_recover need exe (the executable model)")
+                             "sparse, match_recover and binary_count_limit need exe (the "
+                             "executable model)")
         if self.syntax and not syntax.enabled(self.orders):
             raise ValueError("syntax needs the spreadsheet kinds 16, 17 and 18 in the "
                              "orders (it takes their slots)")
@@ -199,6 +204,8 @@ class MixConfig:
             raise ValueError("match_bits must be in 12..28")
         if not 1 <= self.count_limit <= cx.COUNT_LIMIT_MAX:
             raise ValueError(f"count_limit must be in 1..{cx.COUNT_LIMIT_MAX}")
+        if not 0 <= self.binary_count_limit <= cx.COUNT_LIMIT_MAX:
+            raise ValueError(f"binary_count_limit must be in 0..{cx.COUNT_LIMIT_MAX}")
         if not (0.0 < self.lr <= 1.0 and 0.0 <= self.lr_min <= 1.0 and self.lr_decay > 0.0
                 and 0.0 < self.apm_rate <= 1.0 and 0.0 < self.map_rate <= 1.0):
             raise ValueError("mixer rates must be in (0, 1]")
@@ -239,7 +246,7 @@ class MixArrays:
         S = np.zeros(cx.N_S, dtype=np.int64)
         S[cx.S_K] = K
         S[cx.S_WAYS] = cfg.ways
-        S[cx.S_LIMIT] = cfg.count_limit
+        S[cx.S_LIMIT] = S[cx.S_LIMIT_NOW] = cfg.count_limit
         S[cx.S_HBITS] = cfg.match_bits
         S[cx.S_MBITS] = cfg.match_bits
         base = 0
@@ -251,6 +258,7 @@ class MixArrays:
         S[cx.S_MCOUNT_BASE] = S[cx.S_MATCH_BASE] + (1 << cfg.match_bits)
         S[cx.S_EXPECT] = -1
         S[cx.S_MREC_ON] = int(cfg.match_recover)
+        S[cx.S_LIMIT_BIN] = cfg.binary_count_limit
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
         S[cx.S_REC_ON] = int(cfg.image or cfg.delta
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
