@@ -70,13 +70,18 @@ def test_stored_frames_are_learned_by_the_mixer_too():
     assert api.decompress(api.compress(data, mixed(0, "gdn"))) == data
 
 
+def _costs(data: bytes, recipe: Recipe) -> np.ndarray:
+    """Bits each byte of data costs under the recipe, from a fresh predictor."""
+    p = Predictor(recipe)
+    probs = np.empty((len(data), 256), dtype=np.float32)
+    symbols = np.frombuffer(data, dtype=np.uint8).copy()
+    p.run_block(symbols, probs)
+    return -np.log2(probs[np.arange(len(data)), symbols].astype(np.float64))
+
+
 def test_match_model_codes_a_long_repeat_almost_for_free():
     block = np.random.default_rng(2).integers(0, 256, 4000, dtype=np.uint8)
-    data = np.concatenate([block, block])
-    p = Predictor(mixed(network=False))
-    probs = np.empty((len(data), 256), dtype=np.float32)
-    p.run_block(data, probs)
-    bits = -np.log2(probs[np.arange(len(data)), data].astype(np.float64))
+    bits = _costs(np.concatenate([block, block]).tobytes(), mixed(network=False))
     assert bits[:4000].mean() > 7.5  # random bytes: nothing to predict
     assert bits[4000:].mean() < 0.5  # the repeat: the match model predicts it
 
@@ -337,14 +342,6 @@ def test_rows_built_on_first_use_code_as_if_built_at_the_start():
 RECOVER = replace(SMALL_MIX, network=False, exe=True, match_recover=True)
 
 
-def _costs(data: bytes, mix: MixConfig) -> np.ndarray:
-    p = Predictor(Recipe(model=TINY_CONFIG, mix=mix))
-    probs = np.empty((len(data), 256), dtype=np.float32)
-    symbols = np.frombuffer(data, dtype=np.uint8).copy()
-    p.run_block(symbols, probs)
-    return -np.log2(probs[np.arange(len(data)), symbols].astype(np.float64))
-
-
 def test_a_match_on_binary_data_goes_on_after_a_changed_byte():
     """A table repeated with one entry changed: the match resumes at the byte after it (the
     recovery's own counters learn that), where without recovery six bytes go by before the
@@ -355,7 +352,9 @@ def test_a_match_on_binary_data_goes_on_after_a_changed_byte():
     data = np.concatenate([block, edited]).tobytes()
     plain = replace(RECOVER, match_recover=False)
     after = [3000 + i + k for i in range(100, 3000, 50) for k in range(1, 7)]
-    assert _costs(data, RECOVER)[after].sum() < 0.25 * _costs(data, plain)[after].sum()
+    costs = {mix: _costs(data, Recipe(model=TINY_CONFIG, mix=mix))[after].sum()
+             for mix in (RECOVER, plain)}
+    assert costs[RECOVER] < 0.25 * costs[plain]
     S = fed(data[:3101], RECOVER).S  # the changed byte suspended the match ...
     assert S[context.S_LEN] == 0 and S[context.S_MBAK_LEN] >= 100
     S = fed(data[:3102], RECOVER).S  # ... and the next one brought it back

@@ -266,9 +266,9 @@ def next_contexts(S, HB):
         return
     hist = S[cx.S_HIST]
     n = S[cx.S_POS]  # the next byte's position
-    S[S_EXE_CONTROL] += (np.int64(text_class(hist & 0xFF) == 0) * CONTROL_ONE
-                         - (S[S_EXE_CONTROL] >> CONTROL_SHIFT))
-    if text_class(hist & 0xFF) == 0:
+    control = text_class(hist & 0xFF) == 0
+    S[S_EXE_CONTROL] += np.int64(control) * CONTROL_ONE - (S[S_EXE_CONTROL] >> CONTROL_SHIFT)
+    if control:
         S[S_EXE_LAST_CONTROL] = n
     S[cx.S_BINARY] = int(S[S_EXE_LAST_CONTROL] > 0 and n - S[S_EXE_LAST_CONTROL] <= BINARY_SPAN)
     fast = S[cx.S_BINARY] != 0 and S[cx.S_LIMIT_BIN] > 0 and not cells_known(S)
