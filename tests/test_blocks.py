@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -128,6 +129,72 @@ def test_bad_threads_and_block_sizes_are_refused():
         blocks.parse_size("4X")
 
 
+def _square_or_die(arg: int, progress) -> int:
+    """A job for Runner: arg 0 kills its worker (as the OOM killer would), -1 fails."""
+    progress(blocks.PROGRESS_STEP)
+    if arg == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if arg == -1:
+        raise FormatError("bad member")
+    return arg * arg
+
+
+def test_runner_results_errors_and_a_dead_worker_are_never_a_wait():
+    seen = []
+    runner = blocks.Runner(2, _square_or_die, (), seen.append)
+    done = [r for a in (1, 2, 3, 4, 5) for r in runner.put(a)] + runner.finish()
+    assert done == [1, 4, 9, 16, 25] and sum(seen) == 5 * blocks.PROGRESS_STEP
+    assert runner._workers == []
+
+    runner = blocks.Runner(2, _square_or_die)
+    with pytest.raises(FormatError, match="bad member"):  # the job's own error, as it was
+        [runner.put(a) for a in (3, -1, 4, 5)] + runner.finish()
+    assert runner._workers == []
+
+    runner = blocks.Runner(2, _square_or_die)
+    workers = []
+    start = time.monotonic()
+    with pytest.raises(blocks.EngineError, match=r"worker process died \(signal 9"):
+        for a in (3, 0, 4, 5, 6):
+            runner.put(a)
+            workers += [w.process for w in runner._workers if w.process not in workers]
+        runner.finish()
+    assert time.monotonic() - start < 60 and runner._workers == []
+    assert len(workers) == 2 and not any(p.is_alive() for p in workers)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_worker_is_one_error_line_and_leaves_no_output(tmp_path):
+    """The OOM killer takes a worker: the command says so and stops, never waits."""
+    (tmp_path / "in.xls").write_bytes(mixed_data(1 << 20))
+    with _started(["-4", "-T", "2", "--block-size", "64K", str(tmp_path / "in.xls")]) as proc:
+        worker = next(pid for pid in _group(proc.pid) if pid != proc.pid)
+        os.kill(worker, signal.SIGKILL)
+        _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 1, err.decode()[-2000:]
+    assert err.decode().strip() == \
+        f"rwkvzip: {tmp_path / 'in.xls'}: a worker process died (signal 9; out of memory?)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.xls"]
+
+
+@contextmanager
+def _started(args: list[str]):
+    """rwkvzip ARGS in its own process group (as on a terminal), once its two workers run;
+    whatever the test meets, no process of the group outlives it."""
+    proc = subprocess.Popen([*COMMAND, *args], stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_group(proc.pid)) < 3:  # the command and its two workers
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.05)
+        yield proc
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_every_worker_and_leaves_no_output(tmp_path):
     src = tmp_path.parent / f"{tmp_path.name}-src.bin"
@@ -139,21 +206,14 @@ def test_ctrl_c_stops_every_worker_and_leaves_no_output(tmp_path):
     subprocess.run([*COMMAND, "-4", "-T", "2", "--block-size", "64K", "-c", str(warm)],
                    stdout=subprocess.DEVNULL, check=True, timeout=600)
     (tmp_path / "in.xls").write_bytes(src.read_bytes())
-    proc = subprocess.Popen([*COMMAND, "-4", "-T", "2", "--block-size", "64K",
-                             str(tmp_path / "in.xls")], stderr=subprocess.PIPE,
-                            start_new_session=True)  # a process group, as on a terminal
-    deadline = time.monotonic() + 120
-    while len(_group(proc.pid)) < 3:  # the command and its two workers
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline, "the workers did not start"
-        time.sleep(0.05)
-    group = [_command_line(pid) for pid in _group(proc.pid)]  # what the signal reaches
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the whole group
-    _, err = proc.communicate(timeout=240)  # a loaded machine (the suite's other worker)
-    assert proc.returncode == 1 and err.decode().strip() == "rwkvzip: interrupted", \
-        (proc.returncode, err.decode()[-2000:], group)
-    time.sleep(0.5)
-    assert _group(proc.pid) == []
+    with _started(["-4", "-T", "2", "--block-size", "64K", str(tmp_path / "in.xls")]) as proc:
+        group = [_command_line(pid) for pid in _group(proc.pid)]  # what the signal reaches
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the whole group
+        _, err = proc.communicate(timeout=240)  # a loaded machine (the suite's other worker)
+        assert proc.returncode == 1 and err.decode().strip() == "rwkvzip: interrupted", \
+            (proc.returncode, err.decode()[-2000:], group)
+        time.sleep(0.5)
+        assert _group(proc.pid) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.xls"]
 
 

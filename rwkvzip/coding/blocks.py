@@ -11,13 +11,15 @@ stays bounded on streams of any length.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
-import queue
+import pickle
 import re
 import signal
 import sys
 from collections import deque
 from collections.abc import Callable
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any, Protocol
 
@@ -30,6 +32,7 @@ MIN_BLOCK_SIZE = 1 << 16  # one frame
 MAX_BLOCK_SIZE = 1 << 30
 PROGRESS_STEP = 16 << 10  # a worker reports progress every this many raw bytes
 POLL_SECONDS = 0.1
+STOP_SECONDS = 5  # a worker asked to stop gets this long before it is killed
 _SIZE = re.compile(r"(\d+)\s*([kmg]?)(i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -102,35 +105,60 @@ def local(threads: int) -> EngineFactory:
 
 # -- worker side --------------------------------------------------------------------------------
 
-_context: tuple = ()
-_reports: Any = None  # the pool's progress queue
+TERMINAL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGHUP", "SIGTERM")
+                         if hasattr(signal, name))
 
 
-def _worker_start(context: tuple, reports) -> None:
-    """Ctrl-C and hang-ups are the parent's to handle (it stops the pool); SIGTERM, which
-    the parent sends to stop a worker, ends it at once."""
-    global _context, _reports
+def _worker_main(conn, inherited: list, job: Job, context: tuple) -> None:
+    """A worker's life: jobs arrive on its pipe (None: stop), and its progress, then its
+    result or error, go back on it. Ctrl-C and hang-ups are the parent's to handle (it stops
+    the workers); SIGTERM, which the parent sends to stop a worker, ends it at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    _context, _reports = context, reports
+    if hasattr(signal, "pthread_sigmask"):  # blocked by the parent while it forked us
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL_SIGNALS)
+    for other in inherited:  # the parent's ends (fork): our pipe reads EOF once it is gone
+        other.close()
+    while True:
+        try:
+            arg = conn.recv()
+        except EOFError:
+            return
+        if arg is None:
+            return
+        done = 0
+
+        def report(n: int) -> None:
+            nonlocal done
+            done += n
+            if done >= PROGRESS_STEP:
+                conn.send((_PROGRESS, done))
+                done = 0
+
+        try:
+            result = job(arg, *context, progress=report)
+        except Exception as exc:  # the job's own error, raised again in the parent
+            if done:
+                conn.send((_PROGRESS, done))
+            conn.send((_FAILED, _picklable(exc)))
+            continue
+        if done:
+            conn.send((_PROGRESS, done))
+        conn.send((_DONE, result))
 
 
-def _worker_run(job: Job, arg):
-    done = 0
+_PROGRESS, _DONE, _FAILED = "progress", "done", "failed"
 
-    def report(n: int) -> None:
-        nonlocal done
-        done += n
-        if done >= PROGRESS_STEP:
-            _reports.put(done)
-            done = 0
 
-    result = job(arg, *_context, progress=report)
-    if done:
-        _reports.put(done)
-    return result
+def _picklable(exc: Exception) -> Exception:
+    """The error itself where it survives the trip to the parent, else its words."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 # -- parent side --------------------------------------------------------------------------------
@@ -141,31 +169,67 @@ def _start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
+class _Worker:
+    """One worker process, the parent's end of its pipe and the ticket of its job."""
+
+    def __init__(self, ctx, job: Job, context: tuple, others: list[_Worker]):
+        conn, child = ctx.Pipe()
+        inherited = [w.conn for w in others] + [conn] if ctx.get_start_method() == "fork" \
+            else []
+        self.process = ctx.Process(target=_worker_main, args=(child, inherited, job, context),
+                                   daemon=True)
+        try:
+            self.process.start()
+        finally:
+            child.close()
+        self.conn = conn
+        self.ticket: _Ticket | None = None
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it is still there after a while; nothing may outlive
+        the command."""
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(STOP_SECONDS)
+            if self.process.is_alive():
+                self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+class _Ticket:
+    """One job in flight: done once its worker sent the result or the error."""
+
+    def __init__(self):
+        self.done = False
+        self.result: Any = None
+        self.error: Exception | None = None
+
+
 class Runner:
     """Runs `job(arg, *context, progress=...)` on up to `threads` worker processes and
     returns the results in the order the args were put. With one thread, or when only one
     arg ever comes, the job runs here and no process starts (a small input costs nothing).
-    `close()` stops the workers (also on errors and Ctrl-C: nothing keeps running)."""
+    `close()` stops the workers (also on errors and Ctrl-C: nothing keeps running). A
+    worker that dies (killed, out of memory) is an EngineError, never a wait."""
 
     def __init__(self, threads: int, job: Job, context: tuple = (),
                  progress: Progress | None = None):
         self.threads = threads
         self._job, self._context, self._progress = job, context, progress
-        self._held: list = []  # the first arg, until a second one shows it is worth a pool
-        self._pool = None
-        self._reports = None
-        self._in_flight: deque = deque()
+        self._held: list = []  # the first arg, until a second one shows it is worth workers
+        self._workers: list[_Worker] = []
+        self._in_flight: deque[_Ticket] = deque()
 
     def put(self, arg) -> list:
         """Queue one job; returns the results that had to finish first (oldest first) to
         keep at most `threads` jobs in flight."""
         if self.threads == 1:
             return [self._run_here(arg)]
-        if self._pool is None and not self._held:
+        if not self._workers and not self._held:
             self._held.append(arg)
             return []
-        if self._pool is None:
-            self._start()
+        if self._held:
             self._submit(self._held.pop())
         done = []
         while len(self._in_flight) >= self.threads:
@@ -180,14 +244,14 @@ class Runner:
         return [self._collect() for _ in range(len(self._in_flight))]
 
     def finish(self) -> list:
-        """Every remaining result, in order; then the workers end (their last progress
-        reports are counted: a worker's queue is flushed when it exits)."""
+        """Every remaining result, in order; then the workers end."""
         try:
             done = self.drain()
-            if self._pool is not None:
-                self._pool.close()
-                self._pool.join()
-                self._drain()
+            for worker in self._workers:
+                with suppress(OSError):  # gone already
+                    worker.conn.send(None)
+            for worker in self._workers:
+                worker.process.join(STOP_SECONDS)
             return done
         finally:
             self.close()
@@ -195,44 +259,93 @@ class Runner:
     def close(self) -> None:
         self._held.clear()
         self._in_flight.clear()
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.stop()
 
     def _run_here(self, arg):
         return self._job(arg, *self._context, progress=self._progress or _ignore)
 
-    def _start(self) -> None:
-        ctx = multiprocessing.get_context(_start_method())
-        self._reports = ctx.Queue()
-        self._pool = ctx.Pool(self.threads, _worker_start, (self._context, self._reports))
-
     def _submit(self, arg) -> None:
-        self._in_flight.append(self._pool.apply_async(_worker_run, (self._job, arg)))
-
-    def _collect(self):
-        """The oldest job's result (its error, raised here), reporting progress meanwhile."""
-        result = self._in_flight[0]
         try:
-            while not result.ready():
-                result.wait(POLL_SECONDS)
-                self._drain()
-            self._drain()
-            self._in_flight.popleft()
-            return result.get()
-        except BaseException:  # its error, or Ctrl-C while waiting: no worker keeps running
+            worker = next(w for w in self._workers if w.ticket is None)
+        except StopIteration:  # fewer than `threads` started: one more
+            ctx = multiprocessing.get_context(_start_method())
+            with _terminal_signals_held():
+                worker = _Worker(ctx, self._job, self._context, self._workers)
+                self._workers.append(worker)  # before a held Ctrl-C lands: close() stops it
+        worker.ticket = _Ticket()
+        self._in_flight.append(worker.ticket)
+        try:
+            worker.conn.send(arg)
+        except BaseException:  # a broken pipe (the worker died), or Ctrl-C meanwhile
             self.close()
             raise
 
-    def _drain(self) -> None:
-        while True:
+    def _collect(self):
+        """The oldest job's result (its error, raised here), reporting progress meanwhile."""
+        ticket = self._in_flight[0]
+        try:
+            while not ticket.done:
+                self._receive()
+        except BaseException:  # a dead worker, or Ctrl-C while waiting: no worker keeps running
+            self.close()
+            raise
+        self._in_flight.popleft()
+        if ticket.error is not None:
+            self.close()
+            raise ticket.error
+        return ticket.result
+
+    def _receive(self) -> None:
+        """Read what the busy workers sent within one poll; a worker gone is an error."""
+        busy = [w for w in self._workers if w.ticket is not None]
+        waits = {w.conn: w for w in busy} | {w.process.sentinel: w for w in busy}
+        for ready in multiprocessing.connection.wait(list(waits), POLL_SECONDS):
+            worker = waits[ready]
+            if ready is not worker.conn:
+                continue  # exited: its last messages may still be in the pipe
             try:
-                n = self._reports.get_nowait()
-            except queue.Empty:
-                return
+                while worker.conn.poll() and worker.ticket is not None:
+                    self._message(worker, *worker.conn.recv())
+            except EOFError:
+                raise EngineError(_died(worker.process)) from None
+        for worker in busy:
+            if worker.ticket is not None and not worker.process.is_alive() \
+                    and not worker.conn.poll():
+                raise EngineError(_died(worker.process))
+
+    def _message(self, worker: _Worker, kind: str, value) -> None:
+        if kind == _PROGRESS:
             if self._progress:
-                self._progress(n)
+                self._progress(value)
+            return
+        ticket, worker.ticket = worker.ticket, None
+        ticket.done = True
+        if kind == _DONE:
+            ticket.result = value
+        else:
+            ticket.error = value
+
+
+@contextmanager
+def _terminal_signals_held():
+    """Ctrl-C, SIGTERM and hang-ups wait while a worker is forked: it inherits them blocked
+    and unblocks them once it ignores them, so none can stop it half-started."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _died(process) -> str:
+    code = process.exitcode
+    how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+    return f"a worker process died ({how}; out of memory?)"
 
 
 def _ignore(n: int) -> None:
