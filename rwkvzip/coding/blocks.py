@@ -107,6 +107,7 @@ def local(threads: int) -> EngineFactory:
 
 TERMINAL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGHUP", "SIGTERM")
                          if hasattr(signal, name))
+_PROGRESS, _DONE, _FAILED = "progress", "done", "failed"  # what a worker sends back
 
 
 def _worker_main(conn, inherited: list, job: Job, context: tuple) -> None:
@@ -138,18 +139,12 @@ def _worker_main(conn, inherited: list, job: Job, context: tuple) -> None:
                 done = 0
 
         try:
-            result = job(arg, *context, progress=report)
+            reply = (_DONE, job(arg, *context, progress=report))
         except Exception as exc:  # the job's own error, raised again in the parent
-            if done:
-                conn.send((_PROGRESS, done))
-            conn.send((_FAILED, _picklable(exc)))
-            continue
+            reply = (_FAILED, _picklable(exc))
         if done:
             conn.send((_PROGRESS, done))
-        conn.send((_DONE, result))
-
-
-_PROGRESS, _DONE, _FAILED = "progress", "done", "failed"
+        conn.send(reply)
 
 
 def _picklable(exc: Exception) -> Exception:
