@@ -163,6 +163,19 @@ def test_runner_results_errors_and_a_dead_worker_are_never_a_wait():
     assert len(workers) == 2 and not any(p.is_alive() for p in workers)
 
 
+def test_runner_with_spawned_workers_as_on_macos_and_windows(monkeypatch):
+    """spawn: the job, its context and the pipe travel pickled; a death is still an error."""
+    monkeypatch.setattr(blocks, "_start_method", lambda: "spawn")
+    seen = []
+    runner = blocks.Runner(2, _square_or_die, (), seen.append)
+    assert [r for a in (1, 2, 3) for r in runner.put(a)] + runner.finish() == [1, 4, 9]
+    assert sum(seen) == 3 * blocks.PROGRESS_STEP
+    runner = blocks.Runner(2, _square_or_die)
+    with pytest.raises(blocks.EngineError, match="worker process died"):
+        [runner.put(a) for a in (3, 0, 4, 5)] + runner.finish()
+    assert runner._workers == []
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_killed_worker_is_one_error_line_and_leaves_no_output(tmp_path):
     """The OOM killer takes a worker: the command says so and stops, never waits."""
