@@ -10,6 +10,7 @@ from mixing_probe import coded_as_learned, fed, payload, slots_changed
 
 from rwkvzip import api
 from rwkvzip.cm import exe, x86
+from rwkvzip.cm.context import S_CTX
 from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.coding import codec, coder
 from rwkvzip.recipe import Recipe
@@ -190,6 +191,26 @@ def test_the_contexts_follow_the_instruction():
     untouched."""
     data = TEXT + calling_code()
     assert slots_changed(data, X86, SMALL) == [0, 0, 0, 1, 0, 0, 1, 1, 1, 1]
+
+
+def test_a_slot_reads_the_bytes_two_to_five_back_as_an_instruction_start():
+    """Kind 19's slot (sheet_left) takes bytes 5 and 4 back as prefixes (0F, 66, 67 or
+    none), byte 3 whole and byte 2's ModRM mod and rm, never the last byte (often an
+    immediate's or a displacement's)."""
+    mix = replace(X86, orders=X86.orders + (19,))
+    start = TEXT + calling_code()
+
+    def context(tail: str) -> int:  # after mov eax, imm32: the same place and opcode
+        S = fed(start + instruction_bytes([tail]), mix).S
+        assert S[x86.S_X86_SEL] >= 0
+        return int(S[S_CTX + len(mix.orders) - 1])
+
+    first = context("b8 11 22 33 44")
+    assert context("b8 11 22 33 55") == first  # the last byte
+    assert context("b8 12 22 33 44") == first  # another byte that is no prefix
+    assert context("b8 11 22 0b 44") == first  # ModRM's reg field (0x33 ^ 0x38)
+    for other in ("b8 0f 22 33 44", "b8 66 22 33 44", "b8 11 23 33 44", "b8 11 22 73 44"):
+        assert context(other) != first, other
 
 
 def test_each_place_keeps_its_last_two_bytes():

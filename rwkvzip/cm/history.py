@@ -14,6 +14,12 @@ M32 = 0xFFFFFFFF
 MATCH_MAX = 65535  # the longest match length a model counts
 
 
+@jit(inline="always")
+def byte_back(hist, k):
+    """The byte k back (1: the last) of a history of the last 8 bytes packed in an int."""
+    return (hist >> (8 * (k - 1))) & 0xFF
+
+
 @jit
 def hash32(x):
     """A fixed 32-bit mixing function (integer-only, so identical on every machine)."""

@@ -43,7 +43,7 @@ import numpy as np
 
 from rwkvzip.cm import context as cx
 from rwkvzip.cm import exe, riscv, s390x, thumb, x86
-from rwkvzip.cm.history import hash32
+from rwkvzip.cm.history import byte_back, hash32
 from rwkvzip.ops.jit import jit
 
 # fields of context.STATE: on (the mix field sparse), whether the model is live for the
@@ -67,11 +67,6 @@ def is_live(S):
 @jit(inline="always")
 def printable(byte):
     return 0x20 <= byte < 0x7F
-
-
-@jit
-def byte_back(hist, k):
-    return (hist >> (8 * (k - 1))) & 0xFF
 
 
 @jit(inline="always")

@@ -8,11 +8,12 @@ model follows the instructions with a length decoder (`read_byte`, on the opcode
 below) and, while the data is x86 code, gives the slots of the word, text and spreadsheet
 kinds (words, lines and records mean nothing in code) contexts of the instruction: the field
 and the opcode, the opcodes before, the same place of the last instruction with the same
-opcode, and the last bytes coded at the same place of any instruction (the field, the byte
-in it and REX.W; a displacement's base and size, an immediate's opcode class: paq8px's
-ExeModel keeps such a history for each state); the second mixer's weight set and the second
-APM's row follow the field. It runs in recipes with the mix field `x86` (needs `exe`, whose
-measure of binary data it shares).
+opcode, the last bytes coded at the same place of any instruction (the field, the byte in
+it and REX.W; a displacement's base and size, an immediate's opcode class: paq8px's
+ExeModel keeps such a history for each state), and the bytes two to five back read as an
+instruction's start (two prefixes, an opcode, ModRM's mod and rm; paq8px's exeCxt); the
+second mixer's weight set and the second APM's row follow the field. It runs in recipes
+with the mix field `x86` (needs `exe`, whose measure of binary data it shares).
 
 Evidence comes from the stream: a call (E8) or jump (E9) whose 32-bit displacement is near
 (its top byte 00 or FF) and lands where an earlier one landed, twice within SEEN_SPAN bytes;
@@ -44,7 +45,9 @@ Mach-O, PE; 7 x 128 KB) it takes the default level from 3.34 to 2.71 bpb, in ste
 contexts to 3.03, calls by target to 2.87, RIP-relative operands to 2.83, the word kind's
 slot to 2.82, live without exe.py's control-byte condition to 2.71, the place's last bytes
 (in four of the slots; a displacement's by its ModRM, an immediate's by its opcode) to 2.67,
-i386's GOT adds by the GOT's address to 2.66.
+i386's GOT adds by the GOT's address to 2.66, the bytes two to five back read as an
+instruction's start, in place of the last two bytes with the last at the place, to 2.63
+(the same bytes unread: 2.65; five to two bytes and seven to four both: 2.63).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ import numpy as np
 
 from rwkvzip.cm import context as cx
 from rwkvzip.cm import exe, follow
-from rwkvzip.cm.history import hash32
+from rwkvzip.cm.history import byte_back, hash32
 from rwkvzip.ops.jit import jit
 
 # --- The opcode maps: for each opcode, whether a ModRM byte follows and the immediate's kind.
@@ -453,6 +456,13 @@ def same_byte(S, HB, hmask, n):
     return np.int64(HB[(at + d) & hmask])
 
 
+@jit(inline="always")
+def prefix_class(b):
+    """A byte read as a prefix: 0F (two-byte opcodes), 66 (16-bit operands), 67 (32-bit
+    addresses) or none; paq8px's ExeModel reads the bytes before an opcode so."""
+    return 1 if b == 0x0F else (2 if b == 0x66 else (3 if b == 0x67 else 0))
+
+
 @jit
 def next_contexts(S, HB):
     """After exe.next_contexts: follow the instructions and, while live, set the
@@ -506,8 +516,10 @@ def next_contexts(S, HB):
         elif k == cx.WORD_ORDER:  # ModRM, the last two opcodes, the last byte at this place
             h = cx.mixh(cx.mixh(cx.mixh(h, modrm), ops & ((1 << (2 * OP_BITS)) - 1)),
                         at_place & 0xFF)
-        else:  # the last two bytes, and the last at this place
-            h = cx.mixh(h, (hist & 0xFFFF) | (at_place & 0xFF) << 16)
+        else:  # bytes 5 ... 2 back read as an instruction's start (not the last byte)
+            h = cx.mixh(cx.mixh(h, prefix_class(byte_back(hist, 5)) * 4
+                                + prefix_class(byte_back(hist, 4))),
+                        byte_back(hist, 3) << 8 | (byte_back(hist, 2) & 0xC7))
         S[cx.S_CTX + m] = h
 
 
