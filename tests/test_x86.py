@@ -213,6 +213,23 @@ def test_a_slot_reads_the_bytes_two_to_five_back_as_an_instruction_start():
         assert context(other) != first, other
 
 
+def test_a_slot_reads_the_last_byte_after_two_prefix_classes():
+    """Kind 18's slot (sheet_above) takes the last byte whole and bytes 3 and 2 back only as
+    prefixes (0F, 66, 67 or none): the short instruction start the other slot skips."""
+    mix = replace(X86, orders=X86.orders + (18,))
+    start = TEXT + calling_code()
+
+    def context(tail: str) -> int:  # after mov eax, imm32: the same place and opcode
+        S = fed(start + instruction_bytes([tail]), mix).S
+        assert S[x86.S_X86_SEL] >= 0
+        return int(S[S_CTX + len(mix.orders) - 1])
+
+    first = context("b8 11 22 33 44")
+    assert context("b8 11 23 34 44") == first  # bytes 3 and 2 that are no prefix
+    for other in ("b8 11 22 33 45", "b8 11 22 0f 44", "b8 11 66 33 44", "b8 11 22 67 44"):
+        assert context(other) != first, other
+
+
 def test_each_place_keeps_its_last_two_bytes():
     """The bytes coded at one place (the field and the byte in it, REX.W; a displacement's
     ModRM mod and rm; an immediate's opcode class) are that place's last bytes."""
