@@ -230,6 +230,24 @@ def test_a_slot_reads_the_last_byte_after_two_prefix_classes():
         assert context(other) != first, other
 
 
+def test_a_slot_reads_the_last_two_instructions_modrm_mod_and_reg():
+    """Kind 21's slot (word_trigram) takes the last two opcodes with their ModRMs' mod and
+    reg fields (the registers the code is using), not rm."""
+    mix = replace(X86, orders=X86.orders + (21,))
+    start = TEXT + calling_code()
+
+    def context(load: str) -> int:  # the next opcode, after `load` and mov eax, imm32
+        S = fed(start + instruction_bytes([load, "b8 11 22 33 44"]), mix).S
+        assert S[x86.S_X86_SEL] >= 0
+        return int(S[S_CTX + len(mix.orders) - 1])
+
+    first = context("8b 45 f0")  # mov eax, [ebp - 16]
+    assert context("8b 46 f0") == first  # [esi - 16]: rm
+    assert context("8b 45 e0") == first  # the displacement
+    for other in ("8b 4d f0", "8b 85 f0 00 00 00", "89 45 f0"):  # reg, mod, the opcode
+        assert context(other) != first, other
+
+
 def test_each_place_keeps_its_last_two_bytes():
     """The bytes coded at one place (the field and the byte in it, REX.W; a displacement's
     ModRM mod and rm; an immediate's opcode class) are that place's last bytes."""

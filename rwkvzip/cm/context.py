@@ -106,12 +106,12 @@ STATE.add_each(*(f"exe.{name}" for name in (
     "on", "control", "sel", "phase", "seen", "run_phase", "run_end", "run", "calls", "words",
     "call_at", "le", "isa", "le_run_phase", "le_run_end", "le_run", "call_isa", "toc_at",
     "last_control")))
-# the x86 model's (x86.py): its settings and evidence, the length decoder's state, where
-# each opcode's last instruction was, the next byte's place and each place's last bytes, the
-# call targets seen
+# the x86 model's (x86.py): its settings and evidence, the length decoder's state, the last
+# instructions' ModRMs, where each opcode's last instruction was, the next byte's place and
+# each place's last bytes, the call targets seen
 STATE.add_each(*(f"x86.{name}" for name in (
     "on", "sel", "seen", "hits", "call_at", "call_end", "mode", "stage", "left", "op", "map",
-    "pfx", "npfx", "modrm", "imm", "op_at", "field_at", "ops", "same")))
+    "pfx", "npfx", "modrm", "imm", "op_at", "field_at", "ops", "same", "modrms")))
 STATE.add("x86.last", 1 << 10)
 STATE.add("x86.place")  # the next byte's place (x86.place_of)
 STATE.add("x86.place_bytes", 1 << 12)  # the last two bytes coded at each place
