@@ -30,7 +30,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
-                   "match_recover", "binary_count_limit")
+                   "match_recover", "binary_count_limit", "delta_carry")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,9 @@ class MixConfig:
     exe.BINARY_SPAN), a miss suspends the match model's match instead of ending it, and the
     byte after the missed one brings it back (context.recover_match; needs exe);
     binary_count_limit: 0, or the counters' count limit while the data is binary (tables and
-    code change their statistics faster than text; needs exe).
+    code change their statistics faster than text; needs exe); delta_carry: the delta
+    model's contexts also tell how the byte to the left compares with the one above it (a
+    carry into a growing number; needs delta).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -147,6 +149,7 @@ class MixConfig:
     exe: bool = False
     path_coding: bool = False
     delta: bool = False
+    delta_carry: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -170,6 +173,8 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
+        if self.delta_carry and not self.delta:
+            raise ValueError("delta_carry needs delta")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
                 or self.riscv or self.s390x or self.thumb or self.match_recover
                 or self.binary_count_limit) and not self.exe:
@@ -278,7 +283,8 @@ class MixArrays:
         pyc.start_state(S, cfg.pyc)
         wasm.start_state(S, cfg.wasm)
         sparse.start_state(S, cfg.sparse)
-        delta.start_state(S, cfg.delta, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
+        delta.start_state(S, cfg.delta, cfg.delta_carry,
+                          expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
