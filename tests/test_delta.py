@@ -161,6 +161,6 @@ def test_the_carry_into_a_growing_number_is_in_its_contexts():
     below, equal, above = (rows(bytes([(last + d) & 255])) for d in (-3, 0, 3))
     for k in (1, 3):
         assert len({below[k], equal[k], above[k]}) == 3
-    assert below[0] == equal[0] == above[0]  # the column's row (the second's has a(1))
+    assert below[0] == equal[0] == above[0]  # the column's row (row 2's context is a(1))
     with pytest.raises(ValueError, match="delta_carry needs delta"):
         replace(EXE, delta_carry=True).validate()

@@ -193,17 +193,22 @@ def test_the_contexts_follow_the_instruction():
     assert slots_changed(data, X86, SMALL) == [0, 0, 0, 1, 0, 0, 1, 1, 1, 1]
 
 
+def slot_context(kind: int, instructions: list[str]) -> int:
+    """The context the live model gives kind's slot (added to X86's kinds if missing) after
+    text, calling code and these instructions."""
+    mix = X86 if kind in X86.orders else replace(X86, orders=X86.orders + (kind,))
+    S = fed(TEXT + calling_code() + instruction_bytes(instructions), mix).S
+    assert S[x86.S_X86_SEL] >= 0
+    return int(S[S_CTX + mix.orders.index(kind)])
+
+
 def test_a_slot_reads_the_bytes_two_to_five_back_as_an_instruction_start():
     """Kind 19's slot (sheet_left) takes bytes 5 and 4 back as prefixes (0F, 66, 67 or
     none), byte 3 whole and byte 2's ModRM mod and rm, never the last byte (often an
     immediate's or a displacement's)."""
-    mix = replace(X86, orders=X86.orders + (19,))
-    start = TEXT + calling_code()
 
     def context(tail: str) -> int:  # after mov eax, imm32: the same place and opcode
-        S = fed(start + instruction_bytes([tail]), mix).S
-        assert S[x86.S_X86_SEL] >= 0
-        return int(S[S_CTX + len(mix.orders) - 1])
+        return slot_context(19, [tail])
 
     first = context("b8 11 22 33 44")
     assert context("b8 11 22 33 55") == first  # the last byte
@@ -216,13 +221,9 @@ def test_a_slot_reads_the_bytes_two_to_five_back_as_an_instruction_start():
 def test_a_slot_reads_the_last_byte_after_two_prefix_classes():
     """Kind 18's slot (sheet_above) takes the last byte whole and bytes 3 and 2 back only as
     prefixes (0F, 66, 67 or none): the short instruction start the other slot skips."""
-    mix = replace(X86, orders=X86.orders + (18,))
-    start = TEXT + calling_code()
 
     def context(tail: str) -> int:  # after mov eax, imm32: the same place and opcode
-        S = fed(start + instruction_bytes([tail]), mix).S
-        assert S[x86.S_X86_SEL] >= 0
-        return int(S[S_CTX + len(mix.orders) - 1])
+        return slot_context(18, [tail])
 
     first = context("b8 11 22 33 44")
     assert context("b8 11 23 34 44") == first  # bytes 3 and 2 that are no prefix
@@ -233,13 +234,9 @@ def test_a_slot_reads_the_last_byte_after_two_prefix_classes():
 def test_a_slot_reads_the_last_two_instructions_modrm_mod_and_reg():
     """Kind 21's slot (word_trigram) takes the last two opcodes with their ModRMs' mod and
     reg fields (the registers the code is using), not rm."""
-    mix = replace(X86, orders=X86.orders + (21,))
-    start = TEXT + calling_code()
 
     def context(load: str) -> int:  # the next opcode, after `load` and mov eax, imm32
-        S = fed(start + instruction_bytes([load, "b8 11 22 33 44"]), mix).S
-        assert S[x86.S_X86_SEL] >= 0
-        return int(S[S_CTX + len(mix.orders) - 1])
+        return slot_context(21, [load, "b8 11 22 33 44"])
 
     first = context("8b 45 f0")  # mov eax, [ebp - 16]
     assert context("8b 46 f0") == first  # [esi - 16]: rm
