@@ -30,7 +30,8 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "ways", "ctx_init", "text_init", "set_decay", "exe", "path_coding", "delta",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
-                   "match_recover", "binary_count_limit", "delta_carry")
+                   "match_recover", "binary_count_limit", "delta_carry",
+                   "delta_max")
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,9 @@ class MixConfig:
     binary_count_limit: 0, or the counters' count limit while the data is binary (tables and
     code change their statistics faster than text; needs exe); delta_carry: the delta
     model's contexts also tell how the byte to the left compares with the one above it (a
-    carry into a growing number; needs delta).
+    carry into a growing number; needs delta); delta_max: one of its histograms counts the
+    steps from the column's largest recent byte, not from the byte above (a lookup table's
+    next new block number; needs delta).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -150,6 +153,7 @@ class MixConfig:
     path_coding: bool = False
     delta: bool = False
     delta_carry: bool = False
+    delta_max: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -173,8 +177,8 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if self.delta_carry and not self.delta:
-            raise ValueError("delta_carry needs delta")
+        if (self.delta_carry or self.delta_max) and not self.delta:
+            raise ValueError("delta_carry and delta_max need delta")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
                 or self.riscv or self.s390x or self.thumb or self.match_recover
                 or self.binary_count_limit) and not self.exe:
@@ -283,7 +287,7 @@ class MixArrays:
         pyc.start_state(S, cfg.pyc)
         wasm.start_state(S, cfg.wasm)
         sparse.start_state(S, cfg.sparse)
-        delta.start_state(S, cfg.delta, cfg.delta_carry,
+        delta.start_state(S, cfg.delta, cfg.delta_carry, cfg.delta_max,
                           expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
