@@ -478,6 +478,12 @@ def prefix_class(b):
     return 1 if b == 0x0F else (2 if b == 0x66 else (3 if b == 0x67 else 0))
 
 
+@jit(inline="always")
+def prefix_pair(hist, k):
+    """Bytes k and k - 1 back read as prefixes (prefix_class), as one number (0 ... 15)."""
+    return prefix_class(byte_back(hist, k)) * 4 + prefix_class(byte_back(hist, k - 1))
+
+
 @jit
 def next_contexts(S, HB):
     """After exe.next_contexts: follow the instructions and, while live, set the
@@ -527,14 +533,12 @@ def next_contexts(S, HB):
         elif k == cx.KIND_SHEET_COL:  # the last byte, and the last at this place
             h = cx.mixh(cx.mixh(h, pfx), (hist & 0xFF) | (at_place & 0xFF) << 8)
         elif k == cx.KIND_SHEET_ABOVE:  # bytes 3 and 2 back as prefixes, the last byte
-            h = cx.mixh(cx.mixh(h, prefix_class(byte_back(hist, 3)) * 4
-                                + prefix_class(byte_back(hist, 2))), hist & 0xFF)
+            h = cx.mixh(cx.mixh(h, prefix_pair(hist, 3)), hist & 0xFF)
         elif k == cx.WORD_ORDER:  # ModRM, the last two opcodes, the last byte at this place
             h = cx.mixh(cx.mixh(cx.mixh(h, modrm), ops & ((1 << (2 * OP_BITS)) - 1)),
                         at_place & 0xFF)
         else:  # bytes 5 ... 2 back read as an instruction's start (not the last byte)
-            h = cx.mixh(cx.mixh(h, prefix_class(byte_back(hist, 5)) * 4
-                                + prefix_class(byte_back(hist, 4))),
+            h = cx.mixh(cx.mixh(h, prefix_pair(hist, 5)),
                         byte_back(hist, 3) << 8 | (byte_back(hist, 2) & 0xC7))
         S[cx.S_CTX + m] = h
 
