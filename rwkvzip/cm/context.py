@@ -164,8 +164,8 @@ STATE.add("wasm.ends", 1 << 12)
 STATE.add_each("sparse.on", "sparse.live")  # the sparse model's (sparse.py) ...
 STATE.add("sparse.ends", ALPHABET)  # ... and for each byte the two that ended its last runs
 STATE.add_each(*(f"delta.{name}" for name in (
-    "on", "carry", "max", "binary", "base", "t", "live", "above", "peak", "heard", "score",
-    "mx", "col")))
+    "on", "carry", "max", "binary", "select", "base", "t", "live", "above", "peak", "heard",
+    "score", "mx", "col")))
 STATE.add("delta.row", 4)  # the next byte's histograms' rows, one a delta.INPUTS
 STATE.add_each(*(f"syntax.{name}" for name in (
     "on", "path", "token", "length", "nest_on", "depth", "quote")))

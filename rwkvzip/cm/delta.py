@@ -67,15 +67,16 @@ HEARD_AT = (1 << (16 + SCORE_SHIFT)) // 8  # fixed point), averaged over ~32 liv
 # the mixer hears the model while it is at least this
 PEAK_INPUT = 2  # with the mix field delta_max, the histogram that counts steps from the peak
 PEAK_RECORDS = 32  # the peak: the largest byte of the column in this many records before
-# fields of context.STATE: on (mix fields delta, delta_carry, delta_max, delta_binary), the
-# histograms'
-# base in CT, the subtree sums' base in CT (INPUTS x 512), whether the next byte is live, the
-# byte above it, the peak's step base (PEAK_INPUT's shift), whether it is heard, the score,
-# the switch's base in MX, the next byte's column, and its histograms' rows (INPUTS)
-(S_DL_ON, S_DL_CARRY, S_DL_MAX, S_DL_BINARY, S_DL_BASE, S_DL_T, S_DL_LIVE, S_DL_ABOVE,
- S_DL_PEAK, S_DL_HEARD, S_DL_SCORE, S_DL_MX, S_DL_COL, S_DL_ROW) = cx.STATE.offsets(*(
-    f"delta.{name}" for name in ("on", "carry", "max", "binary", "base", "t", "live", "above",
-                                 "peak", "heard", "score", "mx", "col", "row")))
+# fields of context.STATE: on (mix fields delta, delta_carry, delta_max, delta_binary,
+# delta_select), the histograms' base in CT, the subtree sums' base in CT (INPUTS x 512),
+# whether the next byte is live, the byte above it, the peak's step base (PEAK_INPUT's
+# shift), whether it is heard, the score, the switch's base in MX, the next byte's column,
+# and its histograms' rows (INPUTS)
+(S_DL_ON, S_DL_CARRY, S_DL_MAX, S_DL_BINARY, S_DL_SELECT, S_DL_BASE, S_DL_T, S_DL_LIVE,
+ S_DL_ABOVE, S_DL_PEAK, S_DL_HEARD, S_DL_SCORE, S_DL_MX, S_DL_COL,
+ S_DL_ROW) = cx.STATE.offsets(*(f"delta.{name}" for name in (
+     "on", "carry", "max", "binary", "select", "base", "t", "live", "above", "peak", "heard",
+     "score", "mx", "col", "row")))
 assert cx.STATE.length("delta.row") == INPUTS
 
 
@@ -103,14 +104,15 @@ def table_size() -> int:
 
 
 def start_state(S: np.ndarray, on: bool, carry: bool, peak: bool, binary: bool,
-                base: int) -> None:
-    """The model's fields of a new stream's state (mix fields delta, delta_carry, delta_max
-    and delta_binary): the counts at `base` in CT, the subtree sums after them (table_size
-    in all)."""
+                select: bool, base: int) -> None:
+    """The model's fields of a new stream's state (mix fields delta, delta_carry, delta_max,
+    delta_binary and delta_select): the counts at `base` in CT, the subtree sums after them
+    (table_size in all)."""
     S[S_DL_ON] = int(on)
     S[S_DL_CARRY] = int(carry)
     S[S_DL_MAX] = int(peak)
     S[S_DL_BINARY] = int(binary)
+    S[S_DL_SELECT] = int(select)
     S[S_DL_BASE] = base
     S[S_DL_T] = base + (ALPHABET << ROW_BITS)
 
@@ -118,6 +120,15 @@ def start_state(S: np.ndarray, on: bool, carry: bool, peak: bool, binary: bool,
 @jit
 def row_of(S, h, k):
     return S[S_DL_BASE] + (hash32(h * 0x2C1B3C6D + k) >> (32 - ROW_BITS)) * ALPHABET
+
+
+@jit(inline="always")
+def selector(S):
+    """With delta_select, while the model is heard: the next byte's column (mod 256), which
+    chooses the third mixer's weight set (mixer.third_selector); else -1."""
+    if S[S_DL_SELECT] != 0 and S[S_DL_HEARD] != 0:
+        return S[S_DL_COL] & 0xFF
+    return -1
 
 
 @jit(inline="always")

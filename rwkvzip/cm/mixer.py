@@ -316,7 +316,11 @@ def second_selector(S):
 
 @jit(inline="always")
 def third_selector(S):
-    """The byte that chooses the third mixer's weight set: a(2), the one before the last."""
+    """The byte that chooses the third mixer's weight set: a(2), the one before the last, or
+    while the column-delta model is heard with delta_select, the next byte's column."""
+    column = delta.selector(S)
+    if column >= 0:
+        return column
     return (S[cx.S_HIST] >> 8) & 0xFF
 
 

@@ -31,7 +31,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
                    "match_recover", "binary_count_limit", "delta_carry",
-                   "delta_max", "delta_binary")
+                   "delta_max", "delta_binary", "delta_select")
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,9 @@ class MixConfig:
     steps from the column's largest recent byte, not from the byte above (a lookup table's
     next new block number; needs delta); delta_binary: the delta model is live wherever
     the data is binary (a control byte in the last exe.BINARY_SPAN), not only where one byte
-    in six is a control byte (a table of printable bytes; needs delta).
+    in six is a control byte (a table of printable bytes; needs delta); delta_select: while
+    the delta model is heard, the third mixer's weight set is chosen by the next byte's
+    column (needs delta and three selectors).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -157,6 +159,7 @@ class MixConfig:
     delta_carry: bool = False
     delta_max: bool = False
     delta_binary: bool = False
+    delta_select: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -182,6 +185,8 @@ class MixConfig:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if (self.delta_carry or self.delta_max or self.delta_binary) and not self.delta:
             raise ValueError("delta_carry, delta_max and delta_binary need delta")
+        if self.delta_select and not (self.delta and self.selectors > 2):
+            raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
                 or self.riscv or self.s390x or self.thumb or self.match_recover
                 or self.binary_count_limit) and not self.exe:
@@ -291,6 +296,7 @@ class MixArrays:
         wasm.start_state(S, cfg.wasm)
         sparse.start_state(S, cfg.sparse)
         delta.start_state(S, cfg.delta, cfg.delta_carry, cfg.delta_max, cfg.delta_binary,
+                          cfg.delta_select,
                           expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
