@@ -31,7 +31,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
                    "match_recover", "binary_count_limit", "delta_carry",
-                   "delta_max", "delta_binary", "delta_select")
+                   "delta_max", "delta_binary", "delta_select", "delta_nonzero")
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,9 @@ class MixConfig:
     the data is binary (a control byte in the last exe.BINARY_SPAN), not only where one byte
     in six is a control byte (a table of printable bytes; needs delta); delta_select: while
     the delta model is heard, the third mixer's weight set is chosen by the next byte's
-    column (needs delta and three selectors).
+    column (needs delta and three selectors); delta_nonzero: where the byte above is 0, the
+    delta model's fourth histogram counts the steps from the column's last nonzero byte (a
+    sparse table's next entry goes on from its last one; needs delta).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -160,6 +162,7 @@ class MixConfig:
     delta_max: bool = False
     delta_binary: bool = False
     delta_select: bool = False
+    delta_nonzero: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -183,8 +186,9 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if (self.delta_carry or self.delta_max or self.delta_binary) and not self.delta:
-            raise ValueError("delta_carry, delta_max and delta_binary need delta")
+        if (self.delta_carry or self.delta_max or self.delta_binary
+                or self.delta_nonzero) and not self.delta:
+            raise ValueError("delta_carry, delta_max, delta_binary and delta_nonzero need delta")
         if self.delta_select and not (self.delta and self.selectors > 2):
             raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
@@ -295,9 +299,7 @@ class MixArrays:
         pyc.start_state(S, cfg.pyc)
         wasm.start_state(S, cfg.wasm)
         sparse.start_state(S, cfg.sparse)
-        delta.start_state(S, cfg.delta, cfg.delta_carry, cfg.delta_max, cfg.delta_binary,
-                          cfg.delta_select,
-                          expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
+        delta.start_state(S, cfg, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
