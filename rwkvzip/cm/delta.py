@@ -23,8 +23,8 @@ from the column's last nonzero byte, and its context says so: a sparse table (ru
 entries between growing offsets, as unicodedata's decomposition index) goes on from its
 last entry, which the byte above, 0, does not tell (the Unicode-table tuning slices -0.2 %,
 sum -0.4 %).
-Shifted by its base (the byte above, or the peak), each histogram is a distribution of the
-next byte, used twice:
+Shifted by its base (the byte above, the peak, or the last nonzero byte), each histogram is
+a distribution of the next byte, used twice:
 
 * as four mixer inputs: at every node of the byte's tree the log-odds of the histogram's
   mass under the node's two children (as the network's input);
@@ -53,6 +53,8 @@ machine code does not. Text has no control bytes: it codes exactly as without th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rwkvzip.cm import context as cx
@@ -60,6 +62,9 @@ from rwkvzip.cm import exe
 from rwkvzip.cm.history import hash32
 from rwkvzip.ops import ALPHABET
 from rwkvzip.ops.jit import jit
+
+if TYPE_CHECKING:
+    from rwkvzip.cm.mixing import MixConfig
 
 INPUTS = 4  # histograms, each one column of the mixer
 ROW_BITS = 14  # 2**ROW_BITS histograms of 256 counts (hashed contexts)
@@ -110,7 +115,7 @@ def table_size() -> int:
     return (ALPHABET << ROW_BITS) + INPUTS * 2 * ALPHABET
 
 
-def start_state(S: np.ndarray, cfg, base: int) -> None:
+def start_state(S: np.ndarray, cfg: MixConfig, base: int) -> None:
     """The model's fields of a new stream's state from the recipe's MixConfig `cfg` (its
     fields delta, delta_carry, delta_max, delta_binary, delta_select, delta_nonzero): the
     counts at `base` in CT, the subtree sums after them (table_size in all)."""
