@@ -196,7 +196,8 @@ def next_contexts(CT, S, HB):
     hmask = (1 << S[cx.S_HBITS]) - 1
     above = cx.back(HB, n, hmask, r)
     step = (above - cx.back(HB, n, hmask, 2 * r)) & 255
-    h = cx.mixh(hash32(r * 0x3C6EF372 + 0x5BD1E995), n % r)
+    col = n % r
+    h = cx.mixh(hash32(r * 0x3C6EF372 + 0x5BD1E995), col)
     a3 = cx.back(HB, n, hmask, 3)
     carry = 0
     if S[S_DL_CARRY]:
@@ -211,14 +212,15 @@ def next_contexts(CT, S, HB):
         S[S_DL_ROW + 2] = row_of(S, cx.mixh(h, cx.back(HB, n, hmask, 1)), 2)
     S[S_DL_NZ_BASE] = above
     if S[S_DL_NONZERO]:  # a sparse table's next entry goes on from its last one
-        skip = int(above == 0 and S[S_DL_LAST_NZ + n % r] != 0)
+        last = S[S_DL_LAST_NZ + col]
+        skip = int(above == 0 and last != 0)
         if skip:
-            S[S_DL_NZ_BASE] = S[S_DL_LAST_NZ + n % r]
+            S[S_DL_NZ_BASE] = last
         a3 = a3 * 2 + skip
     S[S_DL_ROW + 3] = row_of(S, cx.mixh(h, a3), 3)
     S[S_DL_ABOVE] = above
     S[S_DL_HEARD] = int(S[S_DL_SCORE] >= HEARD_AT)
-    S[S_DL_COL] = n % r
+    S[S_DL_COL] = col
     S[S_DL_LIVE] = 1
     for k in range(INPUTS):
         row = S[S_DL_ROW + k]
