@@ -31,7 +31,8 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "syntax", "nest", "exe_calls", "exe_words", "x86", "exe_le", "sparse",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
                    "match_recover", "binary_count_limit", "delta_carry",
-                   "delta_max", "delta_binary", "delta_select", "delta_nonzero")
+                   "delta_max", "delta_binary", "delta_select", "delta_nonzero",
+                   "delta_switch", "delta_recent")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,11 @@ class MixConfig:
     the delta model is heard, the third mixer's weight set is chosen by the next byte's
     column (needs delta and three selectors); delta_nonzero: where the byte above is 0, the
     delta model's fourth histogram counts the steps from the column's last nonzero byte (a
-    sparse table's next entry goes on from its last one; needs delta).
+    sparse table's next entry goes on from its last one; needs delta); delta_switch: the delta
+    model's switch starts every column trusting the mixer and lets a weight fall to 1/1024
+    of the mass, not 1/256 (needs delta); delta_recent: its
+    histograms count a column's last dozen steps or so, halved past RECENT_LIMIT (needs
+    delta).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -163,6 +168,8 @@ class MixConfig:
     delta_binary: bool = False
     delta_select: bool = False
     delta_nonzero: bool = False
+    delta_switch: bool = False
+    delta_recent: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -186,9 +193,10 @@ class MixConfig:
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
-        if (self.delta_carry or self.delta_max or self.delta_binary
-                or self.delta_nonzero) and not self.delta:
-            raise ValueError("delta_carry, delta_max, delta_binary and delta_nonzero need delta")
+        if (self.delta_carry or self.delta_max or self.delta_binary or self.delta_nonzero
+                or self.delta_switch or self.delta_recent) and not self.delta:
+            raise ValueError("delta_carry, delta_max, delta_binary, delta_nonzero, delta_switch "
+                             "and delta_recent need delta")
         if self.delta_select and not (self.delta and self.selectors > 2):
             raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
