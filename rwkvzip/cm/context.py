@@ -84,9 +84,10 @@ S_TBITS = STATE.add("table_bits", MAX_MODELS)
 # S[S_SLOTS + 17 * o + j]: model o's slot of nibble j (0: high, 1 + h: low) or -1
 S_SLOTS = STATE.add("slots", 17 * MAX_MODELS)
 # record-length detection (the record kinds): the length r (0: none yet), then two candidates
-# and their votes (vote), and whether a record kind or model needs it
-S_REC, S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON = STATE.add_each(
-    "rec", "rec.c1", "rec.n1", "rec.c2", "rec.n2", "rec.on")
+# and their votes (vote), whether a record kind or model needs it and whether a vote takes
+# one from the rival candidate (mix field rec_stable)
+S_REC, S_REC_C1, S_REC_N1, S_REC_C2, S_REC_N2, S_REC_ON, S_REC_STABLE = STATE.add_each(
+    "rec", "rec.c1", "rec.n1", "rec.c2", "rec.n2", "rec.on", "rec.stable")
 S_CPOS = STATE.add("cpos", ALPHABET)  # S[S_CPOS + c]: 1 + position of the last byte c (0: not seen)
 S_CDIST = STATE.add("cdist", ALPHABET)  # S[S_CDIST + c]: distance between the last two bytes c
 S_CRUN = STATE.add("crun", ALPHABET)  # S[S_CRUN + c]: how many times in a row it repeated
@@ -527,10 +528,24 @@ def record_update(S, pos, symbol, hmask):
         return
     run = S[S_CRUN + symbol]
     if run >= (REC_RUN_SHORT if d < REC_SHORT else REC_RUN):
+        if S[S_REC_STABLE]:
+            take_vote(S, S_REC, d)
         vote(S, S_REC, d, REC_VOTES)
     if (S[S_IMAGE_ON] != 0 and symbol != 0
             and run >= (REC_RUN_SHORT if d < REC_SHORT else IMAGE_REC_RUN)):
         vote(S, S_IMAGE_REC, d, IMAGE_REC_VOTES)
+
+
+@jit(inline="always")
+def take_vote(S, R, d):
+    """With rec_stable, before d votes: a vote for one candidate takes one from the other,
+    so a rival length must gather votes faster than the one followed, not only as many over
+    any time (a table of 3-byte records whose counter wraps every 768 bytes switched to 768
+    and back)."""
+    if d == S[R + 1]:
+        S[R + 4] = max(S[R + 4] - 1, 0)
+    elif d == S[R + 3]:
+        S[R + 2] = max(S[R + 2] - 1, 0)
 
 
 @jit

@@ -32,7 +32,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
-                   "delta_switch", "delta_recent")
+                   "delta_switch", "delta_recent", "rec_stable")
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,8 @@ class MixConfig:
     model's switch starts every column trusting the mixer and lets a weight fall to 1/1024
     of the mass, not 1/256 (needs delta); delta_recent: its
     histograms count a column's last dozen steps or so, halved past RECENT_LIMIT (needs
-    delta).
+    delta); rec_stable: in the record-length detection a vote for one candidate takes one
+    from the other (context.take_vote).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -170,6 +171,7 @@ class MixConfig:
     delta_nonzero: bool = False
     delta_switch: bool = False
     delta_recent: bool = False
+    rec_stable: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -289,6 +291,7 @@ class MixArrays:
         S[cx.S_MREC_ON] = int(cfg.match_recover)
         S[cx.S_LIMIT_BIN] = cfg.binary_count_limit
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
+        S[cx.S_REC_STABLE] = int(cfg.rec_stable)
         S[cx.S_REC_ON] = int(cfg.image or cfg.delta
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
