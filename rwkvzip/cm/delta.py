@@ -81,10 +81,7 @@ ROW_BITS = 14  # 2**ROW_BITS histograms of 256 counts (hashed contexts)
 MAX_R = 255  # longest record the model follows
 STEP = 64  # a step's count grows by this; every count starts at 0 and weighs 1 more
 ROW_LIMIT = 1 << 22  # a histogram whose total passes this is halved
-# with the mix field delta_recent a step counts RECENT_STEP and a histogram is halved past
-# RECENT_LIMIT: it holds a column's last dozen steps or so (a table's next run, block or
-# stride), where the whole stream's steps would mix the tables before it
-RECENT_STEP, RECENT_LIMIT = 128, 1 << 11
+RECENT_STEP, RECENT_LIMIT = 128, 1 << 11  # ... with the mix field delta_recent
 TRUST_INIT = 0.9  # with the mix field delta_switch: the switch's first weight of the mixer
 W_INIT = 0.2  # every mixer's initial weight of each input
 SCORE_SHIFT = 5  # the score: the column histogram's probability of the coded bytes (16-bit

@@ -130,10 +130,10 @@ class MixConfig:
     delta model's fourth histogram counts the steps from the column's last nonzero byte (a
     sparse table's next entry goes on from its last one; needs delta); delta_switch: the delta
     model's switch starts every column trusting the mixer and lets a weight fall to 1/1024
-    of the mass, not 1/256 (needs delta); delta_recent: its
-    histograms count a column's last dozen steps or so, halved past RECENT_LIMIT (needs
-    delta); rec_stable: in the record-length detection a vote for one candidate takes one
-    from the other (context.take_vote).
+    of the mass, not 1/256 (needs delta); delta_recent: its histograms count a column's
+    last dozen steps or so, halved past RECENT_LIMIT (needs delta); rec_stable: in the
+    record-length detection a vote for one candidate takes one from the other
+    (context.take_vote).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
