@@ -40,12 +40,12 @@ def records(n: int = 300, seed: int = 3) -> bytes:
     return bytes(out)
 
 
-def coded_ratio(mix: MixConfig, data: bytes) -> float:
-    """mix's payload of data over DELTA's, after checking that mix decodes data and codes
-    TEXT exactly as DELTA does (the delta fields change nothing outside binary records)."""
+def coded_ratio(mix: MixConfig, data: bytes, base: MixConfig = DELTA) -> float:
+    """mix's payload of data over base's, after checking that mix decodes data and codes
+    TEXT exactly as base does (the delta fields change nothing outside binary records)."""
     assert api.decompress(api.compress(data, Recipe(mix=mix))) == data
-    assert payload(TEXT, mix) == payload(TEXT, DELTA)
-    return len(payload(data, mix)) / len(payload(data, DELTA))
+    assert payload(TEXT, mix) == payload(TEXT, base)
+    return len(payload(data, mix)) / len(payload(data, base))
 
 
 def test_text_codes_exactly_as_without_it():
@@ -229,7 +229,7 @@ def test_delta_binary_keeps_it_on_a_table_of_printable_bytes():
     assert S[delta.S_DL_LIVE] == 1 and S[delta.S_DL_HEARD] == 1 and delta.binary_enough(S)
     ratio = coded_ratio(live, data)
     assert ratio < 0.75, ratio  # measured 0.660
-    with pytest.raises(ValueError, match="delta_switch and delta_recent need delta"):
+    with pytest.raises(ValueError, match="delta_binary, delta_nonzero, delta_switch"):
         replace(EXE, delta_binary=True).validate()
 
 
@@ -353,3 +353,21 @@ def test_the_switch_starts_every_column_trusting_the_mixer():
     assert np.allclose(weights[:, 1:], (1.0 - delta.TRUST_INIT) / delta.INPUTS)
     ratio = coded_ratio(switch, code() + tables())
     assert ratio < 0.999, ratio  # measured 0.9967
+
+
+def test_delta_apm_chooses_the_second_apms_row_by_column():
+    """delta_apm: while the model is heard, the second APM's row is chosen by the next
+    byte's column instead of the second mixer's selector byte; text codes as without it."""
+    select = replace(DELTA, selectors=3, delta_select=True)
+    apm = replace(select, delta_apm=True)
+    data = TEXT + records()
+    S = fed(data, apm).S
+    assert S[delta.S_DL_HEARD] == 1 and mixer.apm_selector(S) == S[delta.S_DL_COL]
+    _, row = mixer.apm_rows(S, 5)
+    assert row == S[mixer.S_A2] + ((S[delta.S_DL_COL] << 8) | 5) * mixer.APM_CELLS
+    S = fed(data, select).S
+    assert mixer.apm_selector(S) == mixer.second_selector(S) == data[-1]
+    ratio = coded_ratio(apm, code() + counters_and_noise(), select)
+    assert ratio < 0.9998, ratio  # measured 0.9991 (the tuning slices: -0.20 %)
+    with pytest.raises(ValueError, match="delta_recent and delta_apm need delta"):
+        replace(EXE, delta_apm=True).validate()

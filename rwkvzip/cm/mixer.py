@@ -198,10 +198,11 @@ def ready_rows(S, MX):
     for its context. Called before any node of a byte is mixed (predict, prepare); learn
     reads the same rows."""
     nin = S[S_NIN]
+    ca = apm_selector(S)
+    if S[R_A2 + ca] == 0:
+        init_apm(MX, S[S_A2] + (ca << 8) * APM_CELLS, ALPHABET)
+        S[R_A2 + ca] = 1
     c1 = second_selector(S)
-    if S[R_A2 + c1] == 0:
-        init_apm(MX, S[S_A2] + (c1 << 8) * APM_CELLS, ALPHABET)
-        S[R_A2 + c1] = 1
     if S[S_SEL] > 1 and S[R_W2 + c1] == 0:
         init_weight_rows(S, MX, S[S_W2] + (c1 << 8) * nin)
         S[R_W2 + c1] = 1
@@ -281,8 +282,18 @@ def apm_point(dot):
 
 @jit
 def apm_rows(S, node):
-    c1 = second_selector(S)
+    c1 = apm_selector(S)
     return S[S_A1] + node * APM_CELLS, S[S_A2] + ((c1 << 8) | node) * APM_CELLS
+
+
+@jit(inline="always")
+def apm_selector(S):
+    """The byte that chooses the second APM's row: the second mixer's, or while the
+    column-delta model is heard with delta_apm, the next byte's column."""
+    column = delta.apm_selector(S)
+    if column >= 0:
+        return column
+    return second_selector(S)
 
 
 @jit(inline="always")
@@ -731,7 +742,7 @@ def prefetch_rows(S, MX):
         at = S[S_W3] + (third_selector(S) << 8) * nin
         for i in range(0, ALPHABET * nin, 16):
             prefetch(MX, at + i)
-    at = S[S_A2] + (c1 << 8) * APM_CELLS
+    at = S[S_A2] + (apm_selector(S) << 8) * APM_CELLS
     for i in range(0, ALPHABET * APM_CELLS, 16):
         prefetch(MX, at + i)
     if S[S_A3] != 0:

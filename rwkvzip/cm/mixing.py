@@ -32,7 +32,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
-                   "delta_switch", "delta_recent", "rec_stable")
+                   "delta_switch", "delta_recent", "rec_stable", "delta_apm")
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,8 @@ class MixConfig:
     of the mass, not 1/256 (needs delta); delta_recent: its histograms count a column's
     last dozen steps or so, halved past RECENT_LIMIT (needs delta); rec_stable: in the
     record-length detection a vote for one candidate takes one from the other
-    (context.take_vote).
+    (context.take_vote); delta_apm: while the delta model is heard, the second APM's row is
+    chosen by the next byte's column (needs delta).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -172,6 +173,7 @@ class MixConfig:
     delta_switch: bool = False
     delta_recent: bool = False
     rec_stable: bool = False
+    delta_apm: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -196,9 +198,9 @@ class MixConfig:
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if (self.delta_carry or self.delta_max or self.delta_binary or self.delta_nonzero
-                or self.delta_switch or self.delta_recent) and not self.delta:
-            raise ValueError("delta_carry, delta_max, delta_binary, delta_nonzero, delta_switch "
-                             "and delta_recent need delta")
+                or self.delta_switch or self.delta_recent or self.delta_apm) and not self.delta:
+            raise ValueError("delta_carry, delta_max, delta_binary, delta_nonzero, delta_switch, "
+                             "delta_recent and delta_apm need delta")
         if self.delta_select and not (self.delta and self.selectors > 2):
             raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
