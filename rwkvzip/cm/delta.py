@@ -167,21 +167,26 @@ def row_of(S, h, k):
 
 
 @jit(inline="always")
-def selector(S):
-    """With delta_select, while the model is heard: the next byte's column (mod 256), which
-    chooses the third mixer's weight set (mixer.third_selector); else -1."""
-    if S[S_DL_SELECT] != 0 and S[S_DL_HEARD] != 0:
+def heard_column(S, field):
+    """While the model is heard and the mix field at S[field] is on: the next byte's column
+    (mod 256); else -1."""
+    if S[field] != 0 and S[S_DL_HEARD] != 0:
         return S[S_DL_COL] & 0xFF
     return -1
 
 
 @jit(inline="always")
+def selector(S):
+    """With delta_select: the column that chooses the third mixer's weight set
+    (mixer.third_selector), or -1."""
+    return heard_column(S, S_DL_SELECT)
+
+
+@jit(inline="always")
 def apm_selector(S):
-    """With delta_apm, while the model is heard: the next byte's column (mod 256), which
-    chooses the second APM's row (mixer.apm_selector); else -1."""
-    if S[S_DL_APM] != 0 and S[S_DL_HEARD] != 0:
-        return S[S_DL_COL] & 0xFF
-    return -1
+    """With delta_apm: the column that chooses the second APM's row (mixer.apm_selector),
+    or -1."""
+    return heard_column(S, S_DL_APM)
 
 
 @jit(inline="always")
