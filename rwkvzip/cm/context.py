@@ -64,7 +64,7 @@ STATE = StateLayout("the context models' state S")
     "history_bits", "match_bits", "match_base", "match_count_base", "ways", "sse2_bits")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
-    "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt")))
+    "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt", "order_sets")))
 # whether the next byte is binary (exe.next_contexts sets it: a control byte within
 # exe.BINARY_SPAN; 0 without exe), the counters' count limit there (mix field
 # binary_count_limit; 0: count_limit everywhere) and the limit for the next byte's update
@@ -194,6 +194,7 @@ REC_MAX = 65535  # longest record length detected (and at most a quarter of the 
 # 8 and up: no bytes (order 0), sparse bytes, the position in a 4-byte word, and the record
 # (2-D) structure. a(d) is the byte d back (a(1) the last one), r the detected record
 # length (S[S_REC]; while it is 0 every record kind is a single context, like order 0).
+MAX_BYTE_ORDER = 7  # kinds 1 ... 7: the last k bytes
 KIND_ORDER0 = 8  # nothing: one context for every byte
 KIND_SPARSE2 = 9  # a(2)
 KIND_SPARSE34 = 10  # a(3), a(4)
@@ -222,7 +223,8 @@ KIND_INDIRECT = 25  # a(1) and the two bytes that followed a(2) a(1) the last tw
 MAX_KIND = 25
 # The names recipes give the kinds (a card's JSON names them; MixConfig and the kernels hold
 # the codes)
-KIND_CODES = {"word": 0, **{f"order{k}": k for k in range(1, 8)}, "order0": KIND_ORDER0,
+KIND_CODES = {"word": 0, **{f"order{k}": k for k in range(1, MAX_BYTE_ORDER + 1)},
+              "order0": KIND_ORDER0,
               "sparse2": KIND_SPARSE2, "sparse34": KIND_SPARSE34, "word4": KIND_WORD4,
               "rec_above": KIND_REC_ABOVE, "rec_two": KIND_REC_TWO, "rec_row": KIND_REC_ROW,
               "rec_col": KIND_REC_COL, "sheet_field": KIND_SHEET_FIELD,

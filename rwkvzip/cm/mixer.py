@@ -47,13 +47,14 @@ from rwkvzip.ops.prefetch import prefetch
 # input's kind, the bases in MX of its weights, APMs, inputs, ...;
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
-# S[S_CNT]: each weight set's update count (0: none, mix field set_decay)
+# S[S_CNT]: each weight set's update count (0: none, mix field set_decay);
+# S[S_ORDER_SETS] 1: on binary data the first mixer's set counts known byte orders only
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
- S_ZS, S_GATE, S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT) = cx.STATE.offsets(
+ S_ZS, S_GATE, S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT, S_ORDER_SETS) = cx.STATE.offsets(
     "mixer.nin", "mixer.net", "mixer.w", "mixer.a1", "mixer.a2", "mixer.x", "mixer.dot",
     "mixer.pm", "mixer.sum", "mixer.gm", "mixer.sm", "mixer.sel", "mixer.w2", "mixer.wf",
     "mixer.zs", "mixer.gate", "mixer.a3", "mixer.a3_row", "mixer.w3", "mixer.wf3",
-    "mixer.zs3", "mixer.cnt")
+    "mixer.zs3", "mixer.cnt", "mixer.order_sets")
 # S[cx.S_READY + R_... + i]: block i of the second and third mixers' weights, the second APM's
 # rows (by selector byte) and the order-2 APM's (by context) built (ready_rows)
 R_W2, R_W3, R_A2, R_A3 = (cx.S_READY + i * ALPHABET for i in range(4))
@@ -247,9 +248,15 @@ def match_state(S):
 
 @jit
 def known_models(S, j):
-    """How many context models own their slot for nibble slot j of the current context."""
+    """How many context models own their slot for nibble slot j of the current context; with
+    order_sets while the data is binary, how many byte orders do (there the other kinds,
+    sparse and record contexts, are nearly always known and say nothing of how long a
+    context the data repeats: the Unicode-table tuning slices -0.35 %, text worse)."""
+    only_orders = S[S_ORDER_SETS] != 0 and S[cx.S_BINARY] != 0
     known = 0
     for o in range(S[S_K]):
+        if only_orders and not 1 <= S[cx.S_ORDERS + o] <= cx.MAX_BYTE_ORDER:
+            continue
         known += S[S_SLOTS + 17 * o + j] >= 0
     return known
 

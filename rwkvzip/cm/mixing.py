@@ -32,7 +32,8 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "riscv", "s390x", "thumb", "jvm", "pyc", "wasm", "order1_bits", "sse2_bits",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
-                   "delta_switch", "delta_recent", "rec_stable", "delta_apm")
+                   "delta_switch", "delta_recent", "rec_stable", "delta_apm",
+                   "order_sets")
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ class MixConfig:
     last dozen steps or so, halved past RECENT_LIMIT (needs delta); rec_stable: in the
     record-length detection a vote for one candidate takes one from the other
     (context.take_vote); delta_apm: while the delta model is heard, the second APM's row is
-    chosen by the next byte's column (needs delta).
+    chosen by the next byte's column (needs delta); order_sets: while the data is binary,
+    the first mixer's weight set counts the byte orders whose context is known, not every
+    model's (mixer.known_models; needs exe).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -174,6 +177,7 @@ class MixConfig:
     delta_recent: bool = False
     rec_stable: bool = False
     delta_apm: bool = False
+    order_sets: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -195,6 +199,9 @@ class MixConfig:
                 or len(set(self.orders)) != len(self.orders)):
             raise ValueError(f"context orders must be distinct, in 0..{cx.MAX_KIND} "
                              "(1..7: order-k, 0: word, 8 and up: see docs/FORMAT.md)")
+        if self.order_sets and not self.exe:
+            raise ValueError("order_sets needs exe (the executable model's measure of binary "
+                             "data)")
         if self.delta and not self.exe:
             raise ValueError("delta needs exe (the executable model's measure of binary data)")
         if (self.delta_carry or self.delta_max or self.delta_binary or self.delta_nonzero
@@ -322,6 +329,7 @@ class MixArrays:
         S[mx.S_NET] = (mx.NET_OFF if not cfg.network else mx.NET_FROZEN if frozen
                        else mx.NET_LEARNS)
         S[mx.S_SEL] = cfg.selectors
+        S[mx.S_ORDER_SETS] = int(cfg.order_sets)
         for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
                            (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
                            (mx.S_GM, "gm"), (mx.S_SM, "sm"), (mx.S_W2, "w2"),
