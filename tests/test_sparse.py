@@ -1,11 +1,13 @@
 """The sparse model (cm/sparse.py): live on binary data no other model reads, silent on text
-and where the x86 or word models speak, and it codes bytecode-like data better."""
+and where the x86 or word models speak (with sparse_le, live over little-endian words), and
+it codes bytecode-like data better."""
 
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 from mixing_probe import fed, payload
 
 from rwkvzip import api
@@ -15,6 +17,7 @@ from rwkvzip.recipe import Recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from make_golden import code  # noqa: E402  (SPARC words)
+from test_exe import arm64_code  # noqa: E402  (AArch64 words)
 from test_x86 import calling_code  # noqa: E402  (x86-64 code)
 
 SMALL = MixConfig(orders=(1, 2, 3, 0, 13, 20, 21, 22, 24), table_bits=11, match_bits=14,
@@ -49,6 +52,24 @@ def test_silent_where_the_instruction_and_word_models_speak():
     for data, model_sel in ((code(), exe.S_EXE_SEL), (calling_code(), x86.S_X86_SEL)):
         S = fed(data, SPARSE).S
         assert S[model_sel] >= 0 and S[sparse.S_SP_LIVE] == 0
+
+
+def test_sparse_le_is_live_over_little_endian_words_only():
+    """With sparse_le the model is live over AArch64 words (the executable model's word
+    contexts give way to it, its selector stays), not over SPARC's big-endian ones."""
+    words = replace(SPARSE, exe_calls=True, exe_le=True)
+    le = replace(words, sparse_le=True)
+    data = TEXT + arm64_code()
+    S = fed(data, le).S
+    assert S[exe.S_EXE_SEL] >= 0 and S[sparse.S_SP_LIVE] == 1
+    assert fed(data, words).S[sparse.S_SP_LIVE] == 0
+    S = fed(code(), le).S
+    assert S[exe.S_EXE_SEL] >= 0 and S[sparse.S_SP_LIVE] == 0
+    assert payload(code(), le) == payload(code(), words)
+    assert payload(data, le) != payload(data, words)
+    assert api.decompress(api.compress(data, Recipe(mix=le))) == data
+    with pytest.raises(ValueError, match="sparse_le"):
+        replace(SPARSE, sparse_le=True).validate()
 
 
 def test_bytecode_codes_smaller_and_decodes():

@@ -33,7 +33,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
-                   "order_sets")
+                   "order_sets", "sparse_le")
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,8 @@ class MixConfig:
     (context.take_vote); delta_apm: while the delta model is heard, the second APM's row is
     chosen by the next byte's column (needs delta); order_sets: while the data is binary,
     the first mixer's weight set counts the byte orders whose context is known, not every
-    model's (mixer.known_models; needs exe).
+    model's (mixer.known_models; needs exe); sparse_le: the sparse model is live over the
+    executable model's little-endian words too (sparse.is_live; needs sparse and exe_le).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -178,6 +179,7 @@ class MixConfig:
     rec_stable: bool = False
     delta_apm: bool = False
     order_sets: bool = False
+    sparse_le: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -208,6 +210,8 @@ class MixConfig:
                 or self.delta_switch or self.delta_recent or self.delta_apm) and not self.delta:
             raise ValueError("delta_carry, delta_max, delta_binary, delta_nonzero, delta_switch, "
                              "delta_recent and delta_apm need delta")
+        if self.sparse_le and not (self.sparse and self.exe_le):
+            raise ValueError("sparse_le needs sparse and exe_le")
         if self.delta_select and not (self.delta and self.selectors > 2):
             raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
@@ -318,7 +322,7 @@ class MixArrays:
         jvm.start_state(S, cfg.jvm)
         pyc.start_state(S, cfg.pyc)
         wasm.start_state(S, cfg.wasm)
-        sparse.start_state(S, cfg.sparse)
+        sparse.start_state(S, cfg.sparse, cfg.sparse_le)
         delta.start_state(S, cfg, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
