@@ -1,6 +1,6 @@
 """The sparse model (cm/sparse.py): live on binary data no other model reads, silent on text
-and where the x86 or word models speak (with sparse_le, live over little-endian words), and
-it codes bytecode-like data better."""
+and where the x86 or word models speak (with sparse_le, live over little-endian words; with
+rec_follow, records' follow contexts), and it codes bytecode-like data better."""
 
 import sys
 from dataclasses import replace
@@ -12,7 +12,7 @@ from mixing_probe import fed, payload
 
 from rwkvzip import api
 from rwkvzip.cm import context, exe, sparse, x86
-from rwkvzip.cm.mixing import MixConfig
+from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.recipe import Recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -128,3 +128,52 @@ def test_each_byte_keeps_the_two_that_ended_its_last_runs():
     assert S[sparse.S_SP_ENDS + 1] == 0x0505
     assert S[sparse.S_SP_ENDS + 7] == 0x01
     assert S[sparse.S_SP_ENDS + 9] == 0  # no run of 09 has ended
+
+
+FOLLOW = replace(SPARSE, orders=(1, 2, 3, 0, 13, 16, 20, 21, 22, 24), rec_follow=True)
+
+
+def paired_records(blocks: int = 30, seed: int = 8) -> bytes:
+    """A table of 6-byte records in pairs that share a value (a Unicode table's cases): each
+    block goes through the same values under its own prefix, so what followed a value
+    beside the byte above it says what comes next."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0x20, 0x60, 40)
+    out = bytearray()
+    for _ in range(blocks):
+        p = int(rng.integers(0x10, 0xF0))
+        for v in values:
+            out += bytes([p, 0x94, 0x07, int(v), 0, 6, p - 1, 0x94, 0x07, int(v), 0, 6])
+    return bytes(out)
+
+
+def test_rec_follow_keeps_the_two_bytes_that_followed_each_pair():
+    """The follow table holds, for a pair (a(1), a(r)), the last two bytes after it (the
+    later one low); the context is the column and that entry of the pair before the next
+    byte; nothing while no record length is known."""
+    arrays = MixArrays(FOLLOW, 1)
+    CT, S, HB = arrays.CT, arrays.S, arrays.HB
+    hmask = (1 << S[context.S_HBITS]) - 1
+    base = S[sparse.S_SP_FOLLOW]
+    assert base > 0 and MixArrays(replace(FOLLOW, rec_follow=False), 1).S[sparse.S_SP_FOLLOW] == 0
+    rows = bytes([7, 1, 2, 3, 4, 5]) * 4 + bytes([7, 1, 2, 9])  # the last row's 9 is new
+    HB[:len(rows)] = np.frombuffer(rows, np.uint8)
+    S[context.S_REC] = 6
+    for n in range(8, len(rows) + 1):  # each byte just coded, rows[n - 1], teaches its pair
+        sparse.follow_update(CT, S, HB, n, hmask, rows[n - 1], rows[n - 2])
+    assert CT[base + (1 << 8 | 2)] == (2 << 8) | 2  # a 2 after a 1 and below a 2, four times
+    assert CT[base + (2 << 8 | 3)] == (3 << 8) | 9  # after a 2 and below a 3: 3s, then 9
+    n = len(rows)
+    assert sparse.follow_context(CT, S, HB, n, hmask, 9) == (n % 6) << 16 | CT[base + (9 << 8 | 4)]
+    S[context.S_REC] = 0
+    assert sparse.follow_context(CT, S, HB, n, hmask, 9) == -1
+
+
+def test_rec_follow_codes_paired_records_smaller_and_text_the_same():
+    data = paired_records()
+    plain = replace(FOLLOW, rec_follow=False)
+    assert len(payload(data, FOLLOW)) < 0.9 * len(payload(data, plain))
+    assert payload(TEXT, FOLLOW) == payload(TEXT, plain)
+    assert api.decompress(api.compress(TEXT + data, Recipe(mix=FOLLOW))) == TEXT + data
+    with pytest.raises(ValueError, match="rec_follow"):
+        replace(SMALL, rec_follow=True).validate()

@@ -162,7 +162,7 @@ STATE.add_each(*(f"wasm.{name}" for name in (
     "hits")))
 STATE.add("wasm.last", 512)
 STATE.add("wasm.ends", 1 << 12)
-STATE.add_each("sparse.on", "sparse.live", "sparse.le")  # the sparse model's (sparse.py) ...
+STATE.add_each("sparse.on", "sparse.live", "sparse.le", "sparse.follow")  # sparse.py's ...
 STATE.add("sparse.ends", ALPHABET)  # ... and for each byte the two that ended its last runs
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "carry", "max", "binary", "select", "apm", "nonzero", "switch", "step", "limit",

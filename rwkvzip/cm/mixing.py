@@ -33,7 +33,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
-                   "order_sets", "sparse_le")
+                   "order_sets", "sparse_le", "rec_follow")
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,10 @@ class MixConfig:
     chosen by the next byte's column (needs delta); order_sets: while the data is binary,
     the first mixer's weight set counts the byte orders whose context is known, not every
     model's (mixer.known_models; needs exe); sparse_le: the sparse model is live over the
-    executable model's little-endian words too (sparse.is_live; needs sparse and exe_le).
+    executable model's little-endian words too (sparse.is_live; needs sparse and exe_le);
+    rec_follow: while a record length is known, the sparse model's slot of a(2), a(4) holds
+    the column and what followed a(1) beside the byte above it (sparse.follow_context;
+    needs sparse).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -180,6 +183,7 @@ class MixConfig:
     delta_apm: bool = False
     order_sets: bool = False
     sparse_le: bool = False
+    rec_follow: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -212,6 +216,8 @@ class MixConfig:
                              "delta_recent and delta_apm need delta")
         if self.sparse_le and not (self.sparse and self.exe_le):
             raise ValueError("sparse_le needs sparse and exe_le")
+        if self.rec_follow and not self.sparse:
+            raise ValueError("rec_follow needs sparse")
         if self.delta_select and not (self.delta and self.selectors > 2):
             raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
@@ -305,11 +311,12 @@ class MixArrays:
         S[cx.S_LIMIT_BIN] = cfg.binary_count_limit
         S[cx.S_ORDERS:cx.S_ORDERS + K] = cfg.orders
         S[cx.S_REC_STABLE] = int(cfg.rec_stable)
-        S[cx.S_REC_ON] = int(cfg.image or cfg.delta
+        S[cx.S_REC_ON] = int(cfg.image or cfg.delta or cfg.rec_follow
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
         # each model's fields, and where its tables go in CT: after the match counters the
-        # image model's, the sheet's expected bytes' counters, the delta model's
+        # image model's, the sheet's expected bytes' counters, the delta model's, the sparse
+        # model's follow table
         image_base = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         expect_base = image_base + image.table_size() * cfg.image
         image.start_state(S, cfg.image, image_base)
@@ -322,10 +329,11 @@ class MixArrays:
         jvm.start_state(S, cfg.jvm)
         pyc.start_state(S, cfg.pyc)
         wasm.start_state(S, cfg.wasm)
-        sparse.start_state(S, cfg.sparse, cfg.sparse_le)
         delta.start_state(S, cfg, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
+        follow_base = S[delta.S_DL_BASE] + delta.table_size() * cfg.delta
+        sparse.start_state(S, cfg.sparse, cfg.sparse_le, follow_base * cfg.rec_follow)
         syntax.start_state(S, cfg.syntax, cfg.nest)
-        self.CT = memory.zeros(S[delta.S_DL_BASE] + delta.table_size() * cfg.delta, np.uint32)
+        self.CT = memory.zeros(follow_base + sparse.table_size(cfg.rec_follow), np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
         self.HB = memory.zeros(1 << cfg.match_bits, np.uint8)
         offsets, size = cfg.layout(bptt)

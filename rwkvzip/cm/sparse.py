@@ -50,16 +50,27 @@ from rwkvzip.cm.history import byte_back, hash32
 from rwkvzip.ops.jit import jit
 
 # fields of context.STATE: on (the mix field sparse), whether the model is live for the
-# next byte, whether it is live over little-endian words (mix field sparse_le);
-# S[S_SP_ENDS + c]: the bytes that came after the last two runs of c (the later one low; a
-# run may be one byte long)
-S_SP_ON, S_SP_LIVE, S_SP_LE, S_SP_ENDS = cx.STATE.offsets(
-    "sparse.on", "sparse.live", "sparse.le", "sparse.ends")
+# next byte, whether it is live over little-endian words (mix field sparse_le), where in CT
+# the follow table starts (mix field rec_follow; 0: none); S[S_SP_ENDS + c]: the bytes that
+# came after the last two runs of c (the later one low; a run may be one byte long)
+S_SP_ON, S_SP_LIVE, S_SP_LE, S_SP_FOLLOW, S_SP_ENDS = cx.STATE.offsets(
+    "sparse.on", "sparse.live", "sparse.le", "sparse.follow", "sparse.ends")
+# rec_follow's table in CT: for each pair (a(1), a(r)), the two bytes that followed it the
+# last two times (the later one low)
+FOLLOW_SIZE = 1 << 16
 
 
-def start_state(S: np.ndarray, on: bool, le: bool) -> None:
+def table_size(follow: bool) -> int:
+    """uint32 entries the model appends to CT (the follow table with rec_follow)."""
+    return FOLLOW_SIZE * int(follow)
+
+
+def start_state(S: np.ndarray, on: bool, le: bool, follow_base: int) -> None:
+    """The model's fields from the recipe's sparse, sparse_le and (follow_base > 0, its
+    table's place in CT) rec_follow."""
     S[S_SP_ON] = int(on)
     S[S_SP_LE] = int(le)
+    S[S_SP_FOLLOW] = follow_base
 
 
 @jit
@@ -114,7 +125,30 @@ def step_context(HB, n, hmask, width):
 
 
 @jit
-def next_contexts(S, HB):
+def follow_context(CT, S, HB, n, hmask, a1):
+    """rec_follow's context while a record length r is known: the next byte's column and
+    the two bytes that followed (a(1), a(r)) the last two times (paq8's record model's
+    indirect contexts: in tables of records, what came after this byte beside the one above
+    it); -1 without."""
+    r = S[cx.S_REC]
+    if S[S_SP_FOLLOW] == 0 or r == 0 or n < r:
+        return -1
+    pair = (a1 << 8) | cx.back(HB, n, hmask, r)
+    return (min(n % r, 255) << 16) | np.int64(CT[S[S_SP_FOLLOW] + pair])
+
+
+@jit
+def follow_update(CT, S, HB, n, hmask, a1, a2):
+    """rec_follow: the pair (a(1), a(r)) before the byte just coded (a1) learns it."""
+    r = S[cx.S_REC]
+    if S[S_SP_FOLLOW] == 0 or r == 0 or n <= r + 1:
+        return
+    i = S[S_SP_FOLLOW] + ((a2 << 8) | cx.back(HB, n, hmask, r + 1))
+    CT[i] = np.uint32(((np.int64(CT[i]) << 8) | a1) & 0xFFFF)
+
+
+@jit
+def next_contexts(CT, S, HB):
     """After thumb.next_contexts: while live, the sparse contexts of the next byte."""
     if S[S_SP_ON] == 0:
         return
@@ -123,11 +157,12 @@ def next_contexts(S, HB):
         hist, 4)
     if a1 != a2:  # a run of a2 ended
         S[S_SP_ENDS + a2] = ((S[S_SP_ENDS + a2] << 8) | a1) & 0xFFFF
+    n = S[cx.S_POS]
+    hmask = (1 << S[cx.S_HBITS]) - 1
+    follow_update(CT, S, HB, n, hmask, a1, a2)
     S[S_SP_LIVE] = int(is_live(S) and not (printable(a1) and printable(a2) and printable(a3)))
     if S[S_SP_LIVE] == 0:
         return
-    n = S[cx.S_POS]
-    hmask = (1 << S[cx.S_HBITS]) - 1
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
         if k == cx.WORD_ORDER:
@@ -141,7 +176,8 @@ def next_contexts(S, HB):
         elif k == cx.KIND_COLUMN:
             x = (5 << 16) | (a1 << 8) | a4
         elif k == cx.KIND_SHEET_FIELD:
-            x = (6 << 16) | (a2 << 8) | a4
+            follow = follow_context(CT, S, HB, n, hmask, a1)
+            x = (12 << 28) | follow if follow >= 0 else (6 << 16) | (a2 << 8) | a4
         elif k == cx.KIND_SHEET_COL:
             x = (7 << 16) | step_context(HB, n, hmask, 4)
         elif k == cx.KIND_SHEET_ABOVE:

@@ -136,7 +136,7 @@ def learning_step_parts(m: MixArrays, path: bool) -> list[tuple]:
         (riscv.next_contexts, (m.S, m.HB)),
         (s390x.next_contexts, (m.S, m.HB)),
         (thumb.next_contexts, (m.S, m.HB)),
-        (sparse.next_contexts, (m.S, m.HB)),
+        (sparse.next_contexts, (m.CT, m.S, m.HB)),
         (delta.next_contexts, (m.CT, m.S, m.HB)),
         (context.match_update, (m.S, m.HB, m.CT)),
         (image.next_pixels, (m.S, m.HB)),

@@ -278,7 +278,7 @@ def learn_mixing(symbol, j, mixing, path):
     riscv.next_contexts(S, HB)
     s390x.next_contexts(S, HB)
     thumb.next_contexts(S, HB)
-    sparse.next_contexts(S, HB)
+    sparse.next_contexts(CT, S, HB)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
