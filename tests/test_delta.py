@@ -293,6 +293,37 @@ def test_a_histogram_counts_steps_from_the_columns_last_nonzero_byte():
     assert delta.shift_of(S, 0) == 0
 
 
+def unset_entries(n: int = 2000, seed: int = 9) -> bytes:
+    """A lookup stage of 32-bit little-endian block numbers (libunistring's): unset entries
+    are -1, a set one is the next block, 32 on from the last set one."""
+    rng = np.random.default_rng(seed)
+    v, out = 0x0D80, bytearray()
+    for _ in range(n):
+        if rng.random() < 0.3:
+            v += 0x20
+            out += v.to_bytes(4, "little")
+        else:
+            out += b"\xff" * 4
+    return bytes(out)
+
+
+def test_delta_ff_takes_0xff_for_an_empty_entry_too():
+    """delta_ff: with delta_nonzero, a byte 0xFF is skipped like 0 (the byte above) and
+    never the column's last nonempty byte, so a -1-filled stage goes on from its last set
+    entry; text codes as without it."""
+    skip = replace(DELTA, delta_nonzero=True)
+    ff = replace(skip, delta_ff=True)
+    data = code() + unset_entries()
+    ratio = coded_ratio(ff, data, base=skip)
+    assert ratio < 0.995, ratio  # measured 0.987
+    S = fed(data + b"\xff", ff).S  # in an unset entry
+    assert S[delta.S_DL_LIVE] == 1 and S[delta.S_DL_ABOVE] == 0xFF
+    last = S[delta.S_DL_LAST_NZ + S[delta.S_DL_COL]]
+    assert last not in (0, 0xFF) and delta.shift_of(S, delta.NONZERO_INPUT) == last
+    with pytest.raises(ValueError, match="delta_ff"):
+        replace(DELTA, delta_ff=True).validate()
+
+
 def stages(seed: int = 8) -> bytes:
     """Lookup stages of 16-bit little-endian entries, one after another as a generator writes
     them: each numbers its blocks its own way (mostly repeats, or mostly new blocks one or

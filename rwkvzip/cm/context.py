@@ -165,7 +165,7 @@ STATE.add("wasm.ends", 1 << 12)
 STATE.add_each("sparse.on", "sparse.live", "sparse.le", "sparse.follow")  # sparse.py's ...
 STATE.add("sparse.ends", ALPHABET)  # ... and for each byte the two that ended its last runs
 STATE.add_each(*(f"delta.{name}" for name in (
-    "on", "carry", "max", "binary", "select", "apm", "nonzero", "switch", "step", "limit",
+    "on", "carry", "max", "binary", "select", "apm", "nonzero", "ff", "switch", "step", "limit",
     "base", "t", "live", "above", "peak", "heard", "score", "mx", "col", "nonzero_base")))
 STATE.add("delta.row", 4)  # the next byte's histograms' rows, one a delta.INPUTS
 STATE.add("delta.last_nonzero", ALPHABET)  # each column's last nonzero byte (delta_nonzero)

@@ -22,7 +22,9 @@ With the mix field `delta_nonzero`, where the byte above is 0 the fourth counts 
 from the column's last nonzero byte, and its context says so: a sparse table (runs of zero
 entries between growing offsets, as unicodedata's decomposition index) goes on from its
 last entry, which the byte above, 0, does not tell (the Unicode-table tuning slices -0.2 %,
-sum -0.4 %).
+sum -0.4 %). With `delta_ff` as well a byte 0xFF is empty too: lookup stages whose unset
+entries are -1 (libunistring's: its tuning slices -0.5 to -1.0 %; the other tuning slices
+the same bytes).
 With the mix field `delta_recent` a step counts RECENT_STEP and a histogram is halved past
 RECENT_LIMIT, so it holds its context's last dozen steps or so: an executable's tables share
 record lengths and columns but each numbers its entries its own way, which counts of the
@@ -94,17 +96,18 @@ PEAK_INPUT = 2  # with the mix field delta_max, the histogram that counts steps 
 PEAK_RECORDS = 32  # the peak: the largest byte of the column in this many records before
 NONZERO_INPUT = 3  # with the mix field delta_nonzero, the histogram whose base skips zeros
 # fields of context.STATE: on (mix fields delta, delta_carry, delta_max, delta_binary,
-# delta_select, delta_apm, delta_nonzero, delta_switch), a step's count and the total past which a
+# delta_select, delta_apm, delta_nonzero, delta_ff, delta_switch), a step's count and the total
+# past which a
 # histogram is halved (STEP and ROW_LIMIT, or with delta_recent RECENT_*), the histograms'
 # base in CT, the subtree sums' base in CT (INPUTS x 512), whether the next byte is live,
 # the byte above it, the peak's step base (PEAK_INPUT's shift), whether it is heard, the
 # score, the switch's base in MX, the next byte's column, NONZERO_INPUT's step base, the
 # histograms' rows (INPUTS) and each column's last nonzero byte (ALPHABET)
 (S_DL_ON, S_DL_CARRY, S_DL_MAX, S_DL_BINARY, S_DL_SELECT, S_DL_APM, S_DL_NONZERO,
- S_DL_SWITCH, S_DL_STEP, S_DL_LIMIT, S_DL_BASE, S_DL_T, S_DL_LIVE, S_DL_ABOVE, S_DL_PEAK,
- S_DL_HEARD, S_DL_SCORE, S_DL_MX, S_DL_COL, S_DL_NZ_BASE, S_DL_ROW,
+ S_DL_FF, S_DL_SWITCH, S_DL_STEP, S_DL_LIMIT, S_DL_BASE, S_DL_T, S_DL_LIVE, S_DL_ABOVE,
+ S_DL_PEAK, S_DL_HEARD, S_DL_SCORE, S_DL_MX, S_DL_COL, S_DL_NZ_BASE, S_DL_ROW,
  S_DL_LAST_NZ) = cx.STATE.offsets(*(f"delta.{name}" for name in (
-     "on", "carry", "max", "binary", "select", "apm", "nonzero", "switch", "step", "limit",
+     "on", "carry", "max", "binary", "select", "apm", "nonzero", "ff", "switch", "step", "limit",
      "base", "t", "live", "above", "peak", "heard", "score", "mx", "col", "nonzero_base", "row",
      "last_nonzero")))
 assert cx.STATE.length("delta.row") == INPUTS
@@ -145,7 +148,7 @@ def table_size() -> int:
 def start_state(S: np.ndarray, cfg: MixConfig, base: int) -> None:
     """The model's fields of a new stream's state from the recipe's MixConfig `cfg` (its
     fields delta, delta_carry, delta_max, delta_binary, delta_select, delta_apm,
-    delta_nonzero, delta_switch, delta_recent): the counts at `base` in CT, the subtree
+    delta_nonzero, delta_ff, delta_switch, delta_recent): the counts at `base` in CT, the subtree
     sums after them (table_size in all)."""
     S[S_DL_ON] = int(cfg.delta)
     S[S_DL_CARRY] = int(cfg.delta_carry)
@@ -154,6 +157,7 @@ def start_state(S: np.ndarray, cfg: MixConfig, base: int) -> None:
     S[S_DL_SELECT] = int(cfg.delta_select)
     S[S_DL_APM] = int(cfg.delta_apm)
     S[S_DL_NONZERO] = int(cfg.delta_nonzero)
+    S[S_DL_FF] = int(cfg.delta_ff)
     S[S_DL_SWITCH] = int(cfg.delta_switch)
     S[S_DL_STEP], S[S_DL_LIMIT] = ((RECENT_STEP, RECENT_LIMIT) if cfg.delta_recent
                                    else (STEP, ROW_LIMIT))
@@ -216,6 +220,13 @@ def peak_of(HB, n, hmask, r):
 
 
 @jit(inline="always")
+def empty(S, byte):
+    """With delta_nonzero, whether a byte is an empty entry's: 0, and with delta_ff 0xFF too
+    (tables whose unset entries are -1)."""
+    return byte == 0 or (S[S_DL_FF] != 0 and byte == 255)
+
+
+@jit(inline="always")
 def shift_of(S, k):
     """The byte histogram k counts its steps from: the peak for PEAK_INPUT with delta_max,
     the column's last nonzero byte for NONZERO_INPUT with delta_nonzero (where the byte
@@ -259,7 +270,7 @@ def next_contexts(CT, S, HB):
     S[S_DL_NZ_BASE] = above
     if S[S_DL_NONZERO]:  # a sparse table's next entry goes on from its last one
         last = S[S_DL_LAST_NZ + col]
-        skip = int(above == 0 and last != 0)
+        skip = int(empty(S, above) and last != 0)
         if skip:
             S[S_DL_NZ_BASE] = last
         a3 = a3 * 2 + skip
@@ -374,7 +385,7 @@ def learn(CT, S, MX, symbol):
         return
     if S[S_DL_HEARD] != 0:
         learn_switch(CT, S, MX, symbol)
-    if S[S_DL_NONZERO] and symbol != 0:
+    if S[S_DL_NONZERO] and not empty(S, symbol):
         S[S_DL_LAST_NZ + S[S_DL_COL]] = symbol
     t = S[S_DL_T]
     p16 = (np.int64(CT[t + ALPHABET + symbol]) << 16) // np.int64(CT[t + 1])

@@ -33,7 +33,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
-                   "order_sets", "sparse_le", "rec_follow")
+                   "order_sets", "sparse_le", "rec_follow", "delta_ff")
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,8 @@ class MixConfig:
     executable model's little-endian words too (sparse.is_live; needs sparse and exe_le);
     rec_follow: while a record length is known, the sparse model's slot of a(2), a(4) holds
     the column and what followed a(1) beside the byte above it (sparse.follow_context;
-    needs sparse).
+    needs sparse); delta_ff: with delta_nonzero, a byte 0xFF is an empty entry's too
+    (delta.empty; needs delta_nonzero).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -184,6 +185,7 @@ class MixConfig:
     order_sets: bool = False
     sparse_le: bool = False
     rec_follow: bool = False
+    delta_ff: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -218,6 +220,8 @@ class MixConfig:
             raise ValueError("sparse_le needs sparse and exe_le")
         if self.rec_follow and not self.sparse:
             raise ValueError("rec_follow needs sparse")
+        if self.delta_ff and not self.delta_nonzero:
+            raise ValueError("delta_ff needs delta_nonzero")
         if self.delta_select and not (self.delta and self.selectors > 2):
             raise ValueError("delta_select needs delta and three selectors")
         if (self.exe_calls or self.exe_words or self.x86 or self.exe_le or self.sparse
