@@ -168,7 +168,7 @@ STATE.add_each(*(f"delta.{name}" for name in (
     "on", "carry", "max", "binary", "select", "apm", "nonzero", "ff", "switch", "step", "limit",
     "base", "t", "live", "above", "peak", "heard", "score", "mx", "col", "nonzero_base")))
 STATE.add("delta.row", 4)  # the next byte's histograms' rows, one a delta.INPUTS
-STATE.add("delta.last_nonzero", ALPHABET)  # each column's last nonzero byte (delta_nonzero)
+STATE.add("delta.last_nonzero", ALPHABET)  # each column's last nonempty byte (delta_nonzero)
 STATE.add_each(*(f"syntax.{name}" for name in (
     "on", "path", "token", "length", "nest_on", "depth", "quote")))
 # the indirect kind's: on (a recipe with kind 25), then for every two bytes (c2, c1) the

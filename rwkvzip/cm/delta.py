@@ -96,13 +96,13 @@ PEAK_INPUT = 2  # with the mix field delta_max, the histogram that counts steps 
 PEAK_RECORDS = 32  # the peak: the largest byte of the column in this many records before
 NONZERO_INPUT = 3  # with the mix field delta_nonzero, the histogram whose base skips zeros
 # fields of context.STATE: on (mix fields delta, delta_carry, delta_max, delta_binary,
-# delta_select, delta_apm, delta_nonzero, delta_ff, delta_switch), a step's count and the total
-# past which a
-# histogram is halved (STEP and ROW_LIMIT, or with delta_recent RECENT_*), the histograms'
-# base in CT, the subtree sums' base in CT (INPUTS x 512), whether the next byte is live,
-# the byte above it, the peak's step base (PEAK_INPUT's shift), whether it is heard, the
-# score, the switch's base in MX, the next byte's column, NONZERO_INPUT's step base, the
-# histograms' rows (INPUTS) and each column's last nonzero byte (ALPHABET)
+# delta_select, delta_apm, delta_nonzero, delta_ff, delta_switch), a step's count and the
+# total past which a histogram is halved (STEP and ROW_LIMIT, or with delta_recent
+# RECENT_*), the histograms' base in CT, the subtree sums' base in CT (INPUTS x 512),
+# whether the next byte is live, the byte above it, the peak's step base (PEAK_INPUT's
+# shift), whether it is heard, the score, the switch's base in MX, the next byte's column,
+# NONZERO_INPUT's step base, the histograms' rows (INPUTS) and each column's last nonempty
+# byte (ALPHABET; `empty`)
 (S_DL_ON, S_DL_CARRY, S_DL_MAX, S_DL_BINARY, S_DL_SELECT, S_DL_APM, S_DL_NONZERO,
  S_DL_FF, S_DL_SWITCH, S_DL_STEP, S_DL_LIMIT, S_DL_BASE, S_DL_T, S_DL_LIVE, S_DL_ABOVE,
  S_DL_PEAK, S_DL_HEARD, S_DL_SCORE, S_DL_MX, S_DL_COL, S_DL_NZ_BASE, S_DL_ROW,
@@ -148,8 +148,8 @@ def table_size() -> int:
 def start_state(S: np.ndarray, cfg: MixConfig, base: int) -> None:
     """The model's fields of a new stream's state from the recipe's MixConfig `cfg` (its
     fields delta, delta_carry, delta_max, delta_binary, delta_select, delta_apm,
-    delta_nonzero, delta_ff, delta_switch, delta_recent): the counts at `base` in CT, the subtree
-    sums after them (table_size in all)."""
+    delta_nonzero, delta_ff, delta_switch, delta_recent): the counts at `base` in CT, the
+    subtree sums after them (table_size in all)."""
     S[S_DL_ON] = int(cfg.delta)
     S[S_DL_CARRY] = int(cfg.delta_carry)
     S[S_DL_MAX] = int(cfg.delta_max)
