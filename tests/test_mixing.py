@@ -13,6 +13,7 @@ from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.coding.codec import Predictor
 from rwkvzip.net import common
 from rwkvzip.net.gdn.model import GdnConfig
+from rwkvzip.ops import ALPHABET
 from rwkvzip.recipe import (
     DEFAULT_PRESET,
     PROB_FLOOR,
@@ -433,3 +434,28 @@ def test_order_sets_code_binary_data_better_and_text_the_same():
     assert api.decompress(api.compress(data + TEXT, recipe)) == data + TEXT
     with pytest.raises(ValueError, match="order_sets"):
         replace(SMALL_MIX, order_sets=True).validate()
+
+
+def test_filler_sets_give_the_first_mixer_sets_of_their_own_after_0_or_0xff():
+    """With filler_sets on binary data, after a(1) = 0 or 0xFF the first mixer's weight set
+    is FILLER_SETS_AT further on (past any count of byte orders); elsewhere, and on text,
+    as with order_sets alone."""
+    plain_sets = replace(ORDER_SETS, orders=ORDER_SETS.orders + (16, 17, 18, 19))
+    filler = replace(plain_sets, filler_sets=True)
+    for tail, after_filler in ((b"\x00", True), (b"\xff", True), (b"\x07", False)):
+        S = fed(phrases(400) + tail, filler).S
+        assert S[context.S_BINARY] == 1
+        for node in (1, 2, 9, 200):
+            plain = mixer.weight_set(S, node)
+            S[mixer.S_FILLER_SETS] = 0
+            assert plain - mixer.weight_set(S, node) == (
+                mixer.FILLER_SETS_AT * ALPHABET if after_filler else 0)
+            S[mixer.S_FILLER_SETS] = 1
+    assert payload(TEXT * 6, filler) == payload(TEXT * 6, plain_sets)
+    data = phrases() + bytes(300) + b"\xff" * 300 + phrases(seed=7)
+    assert payload(data, filler) != payload(data, plain_sets)
+    assert api.decompress(api.compress(data, Recipe(model=TINY_CONFIG, mix=filler))) == data
+    with pytest.raises(ValueError, match="filler_sets"):
+        replace(ORDER_SETS, order_sets=False, filler_sets=True).validate()
+    with pytest.raises(ValueError, match="filler_sets"):
+        replace(ORDER_SETS, orders=(1, 2, 3, 0), filler_sets=True).validate()

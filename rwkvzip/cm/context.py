@@ -64,7 +64,8 @@ STATE = StateLayout("the context models' state S")
     "history_bits", "match_bits", "match_base", "match_count_base", "ways", "sse2_bits")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
-    "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt", "order_sets")))
+    "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt", "order_sets",
+    "filler_sets")))
 # whether the next byte is binary (exe.next_contexts sets it: a control byte within
 # exe.BINARY_SPAN; 0 without exe), the counters' count limit there (mix field
 # binary_count_limit; 0: count_limit everywhere) and the limit for the next byte's update

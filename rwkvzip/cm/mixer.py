@@ -48,13 +48,18 @@ from rwkvzip.ops.prefetch import prefetch
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
 # S[S_CNT]: each weight set's update count (0: none, mix field set_decay);
-# S[S_ORDER_SETS] 1: on binary data the first mixer's set counts known byte orders only
+# S[S_ORDER_SETS] 1: on binary data the first mixer's set counts known byte orders only;
+# S[S_FILLER_SETS] 1: and has sets of its own after a filler byte (mix field filler_sets)
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
- S_ZS, S_GATE, S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT, S_ORDER_SETS) = cx.STATE.offsets(
+ S_ZS, S_GATE, S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT, S_ORDER_SETS,
+ S_FILLER_SETS) = cx.STATE.offsets(
     "mixer.nin", "mixer.net", "mixer.w", "mixer.a1", "mixer.a2", "mixer.x", "mixer.dot",
     "mixer.pm", "mixer.sum", "mixer.gm", "mixer.sm", "mixer.sel", "mixer.w2", "mixer.wf",
     "mixer.zs", "mixer.gate", "mixer.a3", "mixer.a3_row", "mixer.w3", "mixer.wf3",
-    "mixer.zs3", "mixer.cnt", "mixer.order_sets")
+    "mixer.zs3", "mixer.cnt", "mixer.order_sets", "mixer.filler_sets")
+# with filler_sets, the first mixer's sets after a filler byte start this far after the
+# known-count ones (above any count of byte orders, 0 ... 7)
+FILLER_SETS_AT = cx.MAX_BYTE_ORDER + 1
 # S[cx.S_READY + R_... + i]: block i of the second and third mixers' weights, the second APM's
 # rows (by selector byte) and the order-2 APM's (by context) built (ready_rows)
 R_W2, R_W3, R_A2, R_A3 = (cx.S_READY + i * ALPHABET for i in range(4))
@@ -261,18 +266,32 @@ def known_models(S, j):
     return known
 
 
+@jit(inline="always")
+def filler_sets(S):
+    """With filler_sets on binary data: FILLER_SETS_AT after a(1) = 0 or 0xFF (a table's
+    empty entries and padding, the high bytes of small numbers), else 0 (the Unicode-table
+    tuning slices -0.12 %, other binaries -0.03 %)."""
+    if S[S_FILLER_SETS] != 0 and S[cx.S_BINARY] != 0:
+        a1 = S[cx.S_HIST] & 0xFF
+        if a1 == 0 or a1 == 0xFF:
+            return FILLER_SETS_AT
+    return 0
+
+
 @jit
 def weight_set(S, node):
-    """Weights are chosen by tree node, match state and how many models know the context."""
+    """Weights are chosen by tree node, match state and how many models know the context
+    (and with filler_sets whether a(1) is a filler byte)."""
     K = S[S_K]
-    return (match_state(S) * (K + 1) + known_models(S, slot_group(node))) * ALPHABET + node
+    return ((match_state(S) * (K + 1) + known_models(S, slot_group(node)) + filler_sets(S))
+            * ALPHABET + node)
 
 
 @jit
 def weight_sets(S, out):
     """weight_set for every node 1..255 at once (the slot groups' counts computed once)."""
     K = S[S_K]
-    base = match_state(S) * (K + 1)
+    base = match_state(S) * (K + 1) + filler_sets(S)
     known = np.empty(17, dtype=np.int64)
     for j in range(17):
         known[j] = known_models(S, j)

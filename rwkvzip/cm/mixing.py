@@ -33,7 +33,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
-                   "order_sets", "sparse_le", "rec_follow", "delta_ff")
+                   "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets")
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,8 @@ class MixConfig:
     rec_follow: while a record length is known, the sparse model's slot of a(2), a(4) holds
     the column and what followed a(1) beside the byte above it (sparse.follow_context;
     needs sparse); delta_ff: with delta_nonzero, a byte 0xFF is an empty entry's too
-    (delta.empty; needs delta_nonzero).
+    (delta.empty; needs delta_nonzero); filler_sets: with order_sets, on binary data the
+    first mixer has weight sets of its own after a(1) = 0 or 0xFF (mixer.filler_sets).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -186,6 +187,7 @@ class MixConfig:
     sparse_le: bool = False
     rec_follow: bool = False
     delta_ff: bool = False
+    filler_sets: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -216,6 +218,11 @@ class MixConfig:
                 or self.delta_switch or self.delta_recent or self.delta_apm) and not self.delta:
             raise ValueError("delta_carry, delta_max, delta_binary, delta_nonzero, delta_switch, "
                              "delta_recent and delta_apm need delta")
+        if self.filler_sets and not (self.order_sets and sum(
+                1 <= k <= cx.MAX_BYTE_ORDER for k in self.orders) + mx.FILLER_SETS_AT
+                <= len(self.orders)):
+            raise ValueError("filler_sets needs order_sets and at least 8 more models than "
+                             "byte orders (the first mixer's sets)")
         if self.sparse_le and not (self.sparse and self.exe_le):
             raise ValueError("sparse_le needs sparse and exe_le")
         if self.rec_follow and not self.sparse:
@@ -346,6 +353,7 @@ class MixArrays:
                        else mx.NET_LEARNS)
         S[mx.S_SEL] = cfg.selectors
         S[mx.S_ORDER_SETS] = int(cfg.order_sets)
+        S[mx.S_FILLER_SETS] = int(cfg.filler_sets)
         for slot, name in ((mx.S_W, "w"), (mx.S_A1, "a1"), (mx.S_A2, "a2"), (mx.S_X, "x"),
                            (mx.S_DOT, "dot"), (mx.S_PM, "pm"), (mx.S_SUM, "sum"),
                            (mx.S_GM, "gm"), (mx.S_SM, "sm"), (mx.S_W2, "w2"),
