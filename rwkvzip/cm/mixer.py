@@ -278,20 +278,24 @@ def filler_sets(S):
     return 0
 
 
+@jit(inline="always")
+def set_base(S):
+    """The first of the first mixer's weight sets for the next byte before the count of
+    known models: by match state (and with filler_sets whether a(1) is a filler byte)."""
+    return match_state(S) * (S[S_K] + 1) + filler_sets(S)
+
+
 @jit
 def weight_set(S, node):
     """Weights are chosen by tree node, match state and how many models know the context
-    (and with filler_sets whether a(1) is a filler byte)."""
-    K = S[S_K]
-    return ((match_state(S) * (K + 1) + known_models(S, slot_group(node)) + filler_sets(S))
-            * ALPHABET + node)
+    (set_base, known_models)."""
+    return (set_base(S) + known_models(S, slot_group(node))) * ALPHABET + node
 
 
 @jit
 def weight_sets(S, out):
     """weight_set for every node 1..255 at once (the slot groups' counts computed once)."""
-    K = S[S_K]
-    base = match_state(S) * (K + 1) + filler_sets(S)
+    base = set_base(S)
     known = np.empty(17, dtype=np.int64)
     for j in range(17):
         known[j] = known_models(S, j)
