@@ -72,6 +72,29 @@ def test_sparse_le_is_live_over_little_endian_words_only():
         replace(SPARSE, sparse_le=True).validate()
 
 
+def test_sparse_binary_is_live_over_binary_tables_with_few_control_bytes_not_strings():
+    """With sparse_binary the model is live on binary data (a control byte in the last
+    exe.BINARY_SPAN) whose recent bytes are less than 3/4 printable, though one byte in six
+    is not a control byte: a table of 16-bit code points 0x29xx; not in a string table."""
+    binary = replace(SPARSE, sparse_binary=True)
+    header = bytes(range(16))  # control bytes: the data is binary from here on
+    table = header + b"".join((0x2921 + 2 * k).to_bytes(2, "little") for k in range(100))
+    S = fed(table, binary).S
+    assert S[exe.S_EXE_CONTROL] < exe.LIVE_AT and S[sparse.S_SP_LIVE] == 1
+    assert fed(table, SPARSE).S[sparse.S_SP_LIVE] == 0
+    strings = header + b".rodata\0.got\0.dynamic\0.text\0.bss\0" * 20
+    S = fed(strings, binary).S
+    assert S[sparse.S_SP_PRINTABLE] >= sparse.PRINTABLE_MAX and S[context.S_BINARY] == 1
+    live = sparse.is_live(S)
+    S[sparse.S_SP_BINARY] = 0
+    assert sparse.is_live(S) == live  # strings: as without the field
+    assert payload(TEXT, binary) == payload(TEXT, SPARSE)
+    assert payload(table, binary) != payload(table, SPARSE)
+    assert api.decompress(api.compress(table, Recipe(mix=binary))) == table
+    with pytest.raises(ValueError, match="sparse_binary"):
+        replace(SMALL, sparse_binary=True).validate()
+
+
 def test_bytecode_codes_smaller_and_decodes():
     data = TEXT + bytecode()
     assert len(payload(data, SPARSE)) < 0.97 * len(payload(data, SMALL))

@@ -163,8 +163,11 @@ STATE.add_each(*(f"wasm.{name}" for name in (
     "hits")))
 STATE.add("wasm.last", 512)
 STATE.add("wasm.ends", 1 << 12)
-STATE.add_each("sparse.on", "sparse.live", "sparse.le", "sparse.follow")  # sparse.py's ...
+STATE.add_each("sparse.on", "sparse.live", "sparse.le", "sparse.follow",  # sparse.py's ...
+               "sparse.binary", "sparse.printable")
 STATE.add("sparse.ends", ALPHABET)  # ... and for each byte the two that ended its last runs
+STATE.add_each(*(f"steps.{name}" for name in (
+    "on", "byte", "counter", "base", "run2", "run4")))  # steps.py's
 STATE.add_each(*(f"delta.{name}" for name in (
     "on", "carry", "max", "binary", "select", "apm", "nonzero", "ff", "switch", "step", "limit",
     "base", "t", "live", "above", "peak", "heard", "score", "mx", "col", "nonzero_base")))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import delta, exe, image, jvm, pyc, riscv, s390x, sheet, thumb, wasm, x86
+from rwkvzip.cm import delta, exe, image, jvm, pyc, riscv, s390x, sheet, steps, thumb, wasm, x86
 from rwkvzip.cm.context import (
     S_EXPECT,
     S_K,
@@ -519,6 +519,7 @@ def predict(q, CT, S, MX, ST, floor, P):
         delta.inputs(CT, S, ST, X, delta_column(S))
     if S[sheet.S_SH_X_ON]:
         sheet.expect_inputs(CT, S, ST, X, nin - 1)
+        steps.inputs(CT, S, ST, X, nin - 1)
     dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
     pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     pr = np.empty(512, dtype=np.float64)
@@ -623,7 +624,8 @@ def node_probability(CT, S, MX, ST, node, d):
         for k in range(delta.INPUTS):
             X[node, dc + k] = delta.input_at(CT, S, ST, k, node)
     if S[sheet.S_SH_X_ON]:
-        X[node, nin - 1] = sheet.expect_input_at(CT, S, ST, node, d)
+        X[node, nin - 1] = steps.input_at(CT, S, ST, node, d,
+                                          sheet.expect_input_at(CT, S, ST, node, d))
     z1 = row_dot(MX, X, S[S_W] + weight_set(S, node) * nin, node, nin)
     z2 = z3 = 0.0
     if S[S_SEL] > 1:
@@ -750,6 +752,7 @@ def learn(byte, CT, S, MX, ST, gz):
     match_learn(CT, S, symbol)
     image.image_learn(CT, S, MX, ST, symbol)
     sheet.expect_learn(CT, S, symbol)
+    steps.learn(CT, S, symbol)
     delta.learn(CT, S, MX, symbol)
     update_models(CT, S, MX[S[S_SM]:], symbol, MX[MX_MAP_RATE])
     MX[MX_SEEN] = seen + 1.0

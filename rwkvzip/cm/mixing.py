@@ -17,6 +17,7 @@ from rwkvzip.cm import (
     s390x,
     sheet,
     sparse,
+    steps,
     syntax,
     thumb,
     wasm,
@@ -33,7 +34,8 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "match_recover", "binary_count_limit", "delta_carry",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
-                   "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets")
+                   "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets",
+                   "step_expect", "sparse_binary")
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,13 @@ class MixConfig:
     the column and what followed a(1) beside the byte above it (sparse.follow_context;
     needs sparse); delta_ff: with delta_nonzero, a byte 0xFF is an empty entry's too
     (delta.empty; needs delta_nonzero); filler_sets: with order_sets, on binary data the
-    first mixer has weight sets of its own after a(1) = 0 or 0xFF (mixer.filler_sets).
+    first mixer has weight sets of its own after a(1) = 0 or 0xFF (mixer.filler_sets);
+    step_expect: while the data is binary and the spreadsheet model expects no byte, its
+    input carries the byte that the last step of an array of 16- or 32-bit little-endian
+    numbers predicts (cm/steps.py; needs sheet_expect and exe); sparse_binary: the sparse
+    model is also live where the data is binary (a control byte in the last
+    exe.BINARY_SPAN) and less than 3/4 of the recent bytes are printable, not only where one
+    byte in six is a control byte (sparse.is_live; needs sparse).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -188,6 +196,8 @@ class MixConfig:
     rec_follow: bool = False
     delta_ff: bool = False
     filler_sets: bool = False
+    step_expect: bool = False
+    sparse_binary: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -223,10 +233,14 @@ class MixConfig:
                 <= len(self.orders)):
             raise ValueError("filler_sets needs order_sets and at least 8 more models than "
                              "byte orders (the first mixer's sets)")
+        if self.sparse_binary and not self.sparse:
+            raise ValueError("sparse_binary needs sparse")
         if self.sparse_le and not (self.sparse and self.exe_le):
             raise ValueError("sparse_le needs sparse and exe_le")
         if self.rec_follow and not self.sparse:
             raise ValueError("rec_follow needs sparse")
+        if self.step_expect and not (self.sheet_expect and self.exe):
+            raise ValueError("step_expect needs sheet_expect (its input) and exe")
         if self.delta_ff and not self.delta_nonzero:
             raise ValueError("delta_ff needs delta_nonzero")
         if self.delta_select and not (self.delta and self.selectors > 2):
@@ -326,7 +340,8 @@ class MixArrays:
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
         # each model's fields, and where its tables go in CT: after the match counters the
-        # image model's, the sheet's expected bytes' counters, the delta model's, the sparse
+        # image model's, the sheet's expected bytes' counters, the step model's, the delta
+        # model's, the sparse
         # model's follow table
         image_base = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         expect_base = image_base + image.table_size() * cfg.image
@@ -340,9 +355,12 @@ class MixArrays:
         jvm.start_state(S, cfg.jvm)
         pyc.start_state(S, cfg.pyc)
         wasm.start_state(S, cfg.wasm)
-        delta.start_state(S, cfg, expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect)
+        steps_base = expect_base + sheet.EXPECT_COUNTERS * cfg.sheet_expect
+        steps.start_state(S, cfg.step_expect, steps_base)
+        delta.start_state(S, cfg, steps_base + steps.COUNTERS * cfg.step_expect)
         follow_base = S[delta.S_DL_BASE] + delta.table_size() * cfg.delta
-        sparse.start_state(S, cfg.sparse, cfg.sparse_le, follow_base * cfg.rec_follow)
+        sparse.start_state(S, cfg.sparse, cfg.sparse_le, follow_base * cfg.rec_follow,
+                           cfg.sparse_binary)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(follow_base + sparse.table_size(cfg.rec_follow), np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0

@@ -74,6 +74,7 @@ from rwkvzip.cm import (
     s390x,
     sheet,
     sparse,
+    steps,
     syntax,
     thumb,
     wasm,
@@ -279,6 +280,7 @@ def learn_mixing(symbol, j, mixing, path):
     s390x.next_contexts(S, HB)
     thumb.next_contexts(S, HB)
     sparse.next_contexts(CT, S, HB)
+    steps.next_expected(S, HB)
     delta.next_contexts(CT, S, HB)
     context.match_update(S, HB, CT)
     image.next_pixels(S, HB)
