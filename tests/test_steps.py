@@ -50,11 +50,11 @@ def test_predicted_byte_follows_the_last_step_with_its_carry():
     table = numbers([0x29FB, 0x29FD, 0x29FF], 2)  # the next number is 0x2A01
     HB, hmask = history(table + bytes([0x01]))
     n = len(table)
-    assert steps.predicted(HB, hmask, n, 2) == (0x01, 1)
-    assert steps.predicted(HB, hmask, n + 1, 2) == (0x2A, 1)  # the carry moved it
+    assert steps.predicted(HB, hmask, n, 2) == (0x01, 1, 0)
+    assert steps.predicted(HB, hmask, n + 1, 2) == (0x2A, 1, 0)  # the carry moved it
     HB[n] = 0x02  # one more than the step: the miss carries into the next byte
-    assert steps.predicted(HB, hmask, n + 1, 2) == (0x2A, 0)
-    assert steps.predicted(HB, hmask, 3, 2) == (-1, 0)  # before two whole numbers
+    assert steps.predicted(HB, hmask, n + 1, 2) == (0x2A, 0, 0)
+    assert steps.predicted(HB, hmask, 3, 2) == (-1, 0, 0)  # before two whole numbers
     assert steps.met_step(HB, hmask, n, 2)
     assert not steps.met_step(HB, hmask, n, 4)
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwkvzip.cm import context as cx
-from rwkvzip.cm import exe, riscv, s390x, thumb, x86
+from rwkvzip.cm import exe, riscv, s390x, steps, thumb, x86
 from rwkvzip.cm.history import byte_back, hash32
 from rwkvzip.ops.jit import jit
 
@@ -105,40 +105,17 @@ def printable(byte):
     return 0x20 <= byte < 0x7F
 
 
-@jit(inline="always")
-def number_at(HB, hmask, start, width):
-    """The little-endian number of `width` bytes from position `start` of the history."""
-    v = np.int64(0)
-    for i in range(width - 1, -1, -1):
-        v = (v << 8) | np.int64(HB[(start + i) & hmask])
-    return v
-
-
 @jit
 def step_context(HB, n, hmask, width):
     """The next byte's context in an array of `width`-byte little-endian numbers (aligned
     with the position): the byte the last two numbers' step predicts, after this number's
     bytes so far (a carry out of them moves it), whether those bytes kept to the step, the
-    byte's place and whether the step is 0. Offsets, indexes and code points rise by
-    steps the byte contexts see only as pairs they must learn one by one."""
-    j = n % width
-    start = n - j
-    if start < 2 * width:
+    byte's place and whether the step is 0 (steps.predicted). Offsets, indexes and code
+    points rise by steps the byte contexts see only as pairs they must learn one by one."""
+    b, kept, still = steps.predicted(HB, hmask, n, width)
+    if b < 0:
         return -1
-    mask = (np.int64(1) << (8 * width)) - 1
-    last = number_at(HB, hmask, start - width, width)
-    step = (last - number_at(HB, hmask, start - 2 * width, width)) & mask
-    expected = (last + step) & mask
-    kept = 1
-    if j > 0:
-        low = np.int64(1) << (8 * j)
-        miss = (number_at(HB, hmask, start, j) - expected) & (low - 1)
-        if miss >= low >> 1:
-            miss -= low
-        expected = (expected + miss) & mask
-        kept = int(miss == 0)
-    b = (expected >> (8 * j)) & 0xFF
-    return (width << 12) | (j << 10) | (kept << 9) | (int(step == 0) << 8) | b
+    return (width << 12) | ((n % width) << 10) | (kept << 9) | (still << 8) | b
 
 
 @jit

@@ -5,6 +5,7 @@ Tables of offsets, code points and indexes rise by steps: 0x29C7, 0x29C9, 0x29CB
 sparse model's step contexts (sparse.step_context) hold the predicted byte in a context
 hash, so each value must be learnt on its own; an expected byte (as the match model's)
 generalises at once: one counter per kind of evidence learns how often the step comes true.
+The prediction itself (`predicted`) is the one the sparse model's step contexts hold.
 
 For each width w of 2 and 4 bytes (numbers aligned with the position), `run` counts how
 many of the last whole numbers met their step (last + (last - before)); the width with the
@@ -24,7 +25,6 @@ import numpy as np
 
 from rwkvzip.cm import context as cx
 from rwkvzip.cm import sheet
-from rwkvzip.cm.sparse import number_at
 from rwkvzip.ops.jit import jit
 
 WIDTHS = (2, 4)
@@ -62,18 +62,28 @@ def met_step(HB, hmask, end, width):
     return ((now - last) & mask) == ((last - before) & mask)
 
 
+@jit(inline="always")
+def number_at(HB, hmask, start, width):
+    """The little-endian number of `width` bytes from position `start` of the history."""
+    v = np.int64(0)
+    for i in range(width - 1, -1, -1):
+        v = (v << 8) | np.int64(HB[(start + i) & hmask])
+    return v
+
+
 @jit
 def predicted(HB, hmask, n, width):
-    """(byte, kept) at position n: the byte of the last number plus its step at n's place,
-    moved by the miss of this number's bytes so far, and whether they kept to the step;
-    (-1, 0) before two whole numbers."""
+    """(byte, kept, still) at position n: the byte of the last number plus its step at n's
+    place, moved by the miss of this number's bytes so far (a carry out of them), whether
+    they kept to the step, and whether the step is 0; (-1, 0, 0) before two whole numbers."""
     j = n % width
     start = n - j
     if start < 2 * width:
-        return -1, 0
+        return -1, 0, 0
     mask = (np.int64(1) << (8 * width)) - 1
     last = number_at(HB, hmask, start - width, width)
-    expected = (2 * last - number_at(HB, hmask, start - 2 * width, width)) & mask
+    step = (last - number_at(HB, hmask, start - 2 * width, width)) & mask
+    expected = (last + step) & mask
     kept = 1
     if j > 0:
         low = np.int64(1) << (8 * j)
@@ -82,7 +92,7 @@ def predicted(HB, hmask, n, width):
             miss -= low
         expected = (expected + miss) & mask
         kept = int(miss == 0)
-    return (expected >> (8 * j)) & 0xFF, kept
+    return (expected >> (8 * j)) & 0xFF, kept, int(step == 0)
 
 
 @jit
@@ -101,7 +111,7 @@ def next_expected(S, HB):
     if S[cx.S_BINARY] == 0 or S[sheet.S_SH_X_BYTE] >= 0:
         return
     width = 4 if S[S_ST_RUN4] >= S[S_ST_RUN2] else 2
-    byte, kept = predicted(HB, hmask, n, width)
+    byte, kept, _ = predicted(HB, hmask, n, width)
     if byte < 0:
         return
     S[S_ST_BYTE] = byte
