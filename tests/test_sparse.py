@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mixing_probe import fed, payload
+from mixing_probe import fed, payload, slots_changed
 
 from rwkvzip import api
 from rwkvzip.cm import context, exe, sparse, x86
+from rwkvzip.cm.history import hash32
 from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.recipe import Recipe
 
@@ -70,6 +71,29 @@ def test_sparse_le_is_live_over_little_endian_words_only():
     assert api.decompress(api.compress(data, Recipe(mix=le))) == data
     with pytest.raises(ValueError, match="sparse_le"):
         replace(SPARSE, sparse_le=True).validate()
+
+
+def test_sparse_nibbles_give_little_endian_words_a_slot_of_their_top_nibbles():
+    """With sparse_nibbles, while the model is live over little-endian words, kind 19's slot
+    holds the place in the word and the top nibbles of a(1) ... a(4); nothing else moves,
+    and big-endian words and text code as without it."""
+    words = replace(SPARSE, orders=(1, 2, 3, 0, 13, 19, 20, 21, 22, 24), exe_calls=True,
+                    exe_le=True, sparse_le=True)
+    nibbles = replace(words, sparse_nibbles=True)
+    data = TEXT + arm64_code()
+    S = fed(data, nibbles).S
+    assert S[sparse.S_SP_LIVE] == 1 and S[exe.S_EXE_SEL] >= 0
+    assert slots_changed(data, nibbles, words) == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
+    a = [(S[context.S_HIST] >> (8 * i)) & 0xFF for i in range(4)]
+    j = (S[context.S_POS] - S[exe.S_EXE_PHASE]) & 3
+    x = (13 << 24) | (j << 16) | sparse.nibbles(*a)
+    assert S[context.S_CTX + 5] == hash32(x * 0x2545F491 + 0x6A09E667)
+    assert sparse.nibbles(0x12, 0x34, 0x56, 0x78) == 0x7531
+    assert payload(code(), nibbles) == payload(code(), words)  # SPARC's big-endian words
+    assert payload(TEXT, nibbles) == payload(TEXT, words)
+    assert api.decompress(api.compress(data, Recipe(mix=nibbles))) == data
+    with pytest.raises(ValueError, match="sparse_nibbles"):
+        replace(SPARSE, sparse_nibbles=True).validate()
 
 
 def test_sparse_binary_is_live_over_binary_tables_with_few_control_bytes_not_strings():

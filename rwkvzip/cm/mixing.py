@@ -35,7 +35,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
                    "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets",
-                   "step_expect", "sparse_binary")
+                   "step_expect", "sparse_binary", "sparse_nibbles")
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,9 @@ class MixConfig:
     numbers predicts (cm/steps.py; needs sheet_expect and exe); sparse_binary: the sparse
     model is also live where the data is binary (a control byte in the last
     exe.BINARY_SPAN) and less than 3/4 of the recent bytes are printable, not only where one
-    byte in six is a control byte (sparse.is_live; needs sparse).
+    byte in six is a control byte (sparse.is_live; needs sparse); sparse_nibbles: while the
+    sparse model is live over little-endian words, kind 19's slot carries the place in the
+    word and the top nibbles of the last four bytes (sparse.nibbles; needs sparse_le).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -198,6 +200,7 @@ class MixConfig:
     filler_sets: bool = False
     step_expect: bool = False
     sparse_binary: bool = False
+    sparse_nibbles: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -235,6 +238,8 @@ class MixConfig:
                              "byte orders (the first mixer's sets)")
         if self.sparse_binary and not self.sparse:
             raise ValueError("sparse_binary needs sparse")
+        if self.sparse_nibbles and not self.sparse_le:
+            raise ValueError("sparse_nibbles needs sparse_le")
         if self.sparse_le and not (self.sparse and self.exe_le):
             raise ValueError("sparse_le needs sparse and exe_le")
         if self.rec_follow and not self.sparse:
@@ -360,7 +365,7 @@ class MixArrays:
         delta.start_state(S, cfg, steps_base + steps.COUNTERS * cfg.step_expect)
         follow_base = S[delta.S_DL_BASE] + delta.table_size() * cfg.delta
         sparse.start_state(S, cfg.sparse, cfg.sparse_le, follow_base * cfg.rec_follow,
-                           cfg.sparse_binary)
+                           cfg.sparse_binary, cfg.sparse_nibbles)
         syntax.start_state(S, cfg.syntax, cfg.nest)
         self.CT = memory.zeros(follow_base + sparse.table_size(cfg.rec_follow), np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0

@@ -37,6 +37,9 @@ same). While live it sets, for the next byte, with a(k) the byte k back:
   (`follow_context`: tables of records whose rows go through the same values, a Unicode
   table's cases; the Unicode-table tuning slices -0.23 %, every one better);
 * sheet_above: a(1), a(2), a(4);
+* sheet_left, with the mix field `sparse_nibbles` while it is live over little-endian
+  words: the place in the word and the top nibbles of a(1) ... a(4) (AArch64 and POWER
+  code of the tuning half -0.16 to -0.32 %; in the step contexts' slots: less);
 * sheet_col, and line_above and sheet_left: the byte that the last step of an array of
   32-bit (16-bit) little-endian numbers predicts (`step_context`). Tables of offsets,
   indexes and code points rise by steps. On the tuning slices of Unicode tables
@@ -61,11 +64,13 @@ from rwkvzip.ops.jit import jit
 # next byte, whether it is live over little-endian words (mix field sparse_le), where in CT
 # the follow table starts (mix field rec_follow; 0: none), whether it is live wherever the
 # data is binary (mix field sparse_binary) and the recent bytes' printable average (as exe's
-# control average); S[S_SP_ENDS + c]: the bytes that came after the last two runs of c (the
-# later one low; a run may be one byte long)
-(S_SP_ON, S_SP_LIVE, S_SP_LE, S_SP_FOLLOW, S_SP_BINARY, S_SP_PRINTABLE,
+# control average), whether words' nibbles take a slot (mix field sparse_nibbles);
+# S[S_SP_ENDS + c]: the bytes that came after the last two runs of c (the later one low; a
+# run may be one byte long)
+(S_SP_ON, S_SP_LIVE, S_SP_LE, S_SP_FOLLOW, S_SP_BINARY, S_SP_PRINTABLE, S_SP_NIBBLES,
  S_SP_ENDS) = cx.STATE.offsets("sparse.on", "sparse.live", "sparse.le", "sparse.follow",
-                               "sparse.binary", "sparse.printable", "sparse.ends")
+                               "sparse.binary", "sparse.printable", "sparse.nibbles",
+                               "sparse.ends")
 # sparse_binary: live on binary data whose recent bytes are less than this printable (a table
 # of 16-bit code points 0x29xx is half printable; a binary's string tables are not live)
 PRINTABLE_MAX = (exe.CONTROL_ONE << exe.CONTROL_SHIFT) * 3 // 4
@@ -79,11 +84,13 @@ def table_size(follow: bool) -> int:
     return FOLLOW_SIZE * int(follow)
 
 
-def start_state(S: np.ndarray, on: bool, le: bool, follow_base: int, binary: bool) -> None:
+def start_state(S: np.ndarray, on: bool, le: bool, follow_base: int, binary: bool,
+                nibbles: bool) -> None:
     """The model's fields from the recipe's sparse, sparse_le, (follow_base > 0, its
-    table's place in CT) rec_follow and sparse_binary."""
+    table's place in CT) rec_follow, sparse_binary and sparse_nibbles."""
     S[S_SP_ON] = int(on)
     S[S_SP_BINARY] = int(binary)
+    S[S_SP_NIBBLES] = int(nibbles)
     S[S_SP_LE] = int(le)
     S[S_SP_FOLLOW] = follow_base
 
@@ -116,6 +123,13 @@ def step_context(HB, n, hmask, width):
     if b < 0:
         return -1
     return (width << 12) | ((n % width) << 10) | (kept << 9) | (still << 8) | b
+
+
+@jit(inline="always")
+def nibbles(a1, a2, a3, a4):
+    """The top nibbles of four bytes (16 bits): an instruction word's opcode bits and the
+    class of the words before, without its registers and immediates."""
+    return (a1 >> 4) | (a2 & 0xF0) | ((a3 & 0xF0) << 4) | ((a4 & 0xF0) << 8)
 
 
 @jit
@@ -160,6 +174,7 @@ def next_contexts(CT, S, HB):
     S[S_SP_LIVE] = int(is_live(S) and not (printable(a1) and printable(a2) and printable(a3)))
     if S[S_SP_LIVE] == 0:
         return
+    words = S[S_SP_NIBBLES] != 0 and S[exe.S_EXE_SEL] >= 0
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
         if k == cx.WORD_ORDER:
@@ -179,6 +194,8 @@ def next_contexts(CT, S, HB):
             x = (7 << 16) | step_context(HB, n, hmask, 4)
         elif k == cx.KIND_SHEET_ABOVE:
             x = (8 << 24) | (a1 << 16) | (a2 << 8) | a4
+        elif k == cx.KIND_SHEET_LEFT and words:
+            x = (13 << 24) | (((n - S[exe.S_EXE_PHASE]) & 3) << 16) | nibbles(a1, a2, a3, a4)
         elif k == cx.KIND_LINE_ABOVE or k == cx.KIND_SHEET_LEFT:  # noqa: SIM109 - numba
             x = (9 << 16) | step_context(HB, n, hmask, 2)
         else:
