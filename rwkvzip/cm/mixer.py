@@ -500,6 +500,15 @@ def refined(S, MX, node, z, p, sse2):
     return min(max(pf, P_MIN), 1.0 - P_MIN)
 
 
+@jit(inline="always")
+def expected_column(S):
+    """The last input's expected byte and its counter (mix field sheet_expect): the
+    spreadsheet model's, else the step model's (step_expect); byte -1: none."""
+    if S[sheet.S_SH_X_BYTE] >= 0:
+        return S[sheet.S_SH_X_BYTE], S[sheet.S_SH_X_COUNTER]
+    return S[steps.S_ST_BYTE], S[steps.S_ST_COUNTER]
+
+
 @jit
 def predict(q, CT, S, MX, ST, floor, P):
     """Mix every tree node and write the coded distribution of the next byte into P."""
@@ -518,8 +527,8 @@ def predict(q, CT, S, MX, ST, floor, P):
     if S[delta.S_DL_ON]:
         delta.inputs(CT, S, ST, X, delta_column(S))
     if S[sheet.S_SH_X_ON]:
-        sheet.expect_inputs(CT, S, ST, X, nin - 1)
-        steps.inputs(CT, S, ST, X, nin - 1)
+        e, i = expected_column(S)
+        cx.expected_byte_inputs(CT, ST, X, nin - 1, e, i)
     dot = MX[S[S_DOT]:S[S_DOT] + ALPHABET]
     pm = MX[S[S_PM]:S[S_PM] + ALPHABET]
     pr = np.empty(512, dtype=np.float64)
@@ -624,8 +633,8 @@ def node_probability(CT, S, MX, ST, node, d):
         for k in range(delta.INPUTS):
             X[node, dc + k] = delta.input_at(CT, S, ST, k, node)
     if S[sheet.S_SH_X_ON]:
-        X[node, nin - 1] = steps.input_at(CT, S, ST, node, d,
-                                          sheet.expect_input_at(CT, S, ST, node, d))
+        e, i = expected_column(S)
+        X[node, nin - 1] = cx.expected_byte_input(CT, ST, e, i, node, d)
     z1 = row_dot(MX, X, S[S_W] + weight_set(S, node) * nin, node, nin)
     z2 = z3 = 0.0
     if S[S_SEL] > 1:

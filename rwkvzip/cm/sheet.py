@@ -234,20 +234,6 @@ def expect(S, c, o, rtype, above):
 
 
 @jit
-def expect_inputs(CT, S, ST, X, col):
-    """X[node, col]: the expected byte's evidence (as the match model's), 0 where it has none."""
-    e = S[S_SH_X_BYTE] if S[S_SH_X_ON] != 0 else -1
-    cx.expected_byte_inputs(CT, ST, X, col, e, S[S_SH_X_COUNTER])
-
-
-@jit
-def expect_input_at(CT, S, ST, node, d):
-    """expect_inputs' value at one node of depth d (path coding)."""
-    e = S[S_SH_X_BYTE] if S[S_SH_X_ON] != 0 else -1
-    return cx.expected_byte_input(CT, ST, e, S[S_SH_X_COUNTER], node, d)
-
-
-@jit
 def expect_learn(CT, S, symbol):
     """Its counter learns whether the expected byte's bits came true; the slot's hits too."""
     e = S[S_SH_X_BYTE]

@@ -120,22 +120,6 @@ def next_expected(S, HB):
 
 
 @jit
-def inputs(CT, S, ST, X, col):
-    """X[node, col]: the expected byte's evidence, where the spreadsheet model has none."""
-    if S[S_ST_BYTE] >= 0:
-        cx.expected_byte_inputs(CT, ST, X, col, S[S_ST_BYTE], S[S_ST_COUNTER])
-
-
-@jit
-def input_at(CT, S, ST, node, d, value):
-    """inputs' value at one node of depth d (path coding); `value` (the spreadsheet
-    model's) where it has none."""
-    if S[S_ST_BYTE] < 0:
-        return value
-    return cx.expected_byte_input(CT, ST, S[S_ST_BYTE], S[S_ST_COUNTER], node, d)
-
-
-@jit
 def learn(CT, S, symbol):
     """Its counter learns whether the expected byte's bits came true."""
     if S[S_ST_BYTE] >= 0:
