@@ -372,6 +372,32 @@ def test_match_recovery_leaves_text_as_it_was():
         replace(SMALL_MIX, match_recover=True).validate()
 
 
+def test_match_context_learns_which_byte_comes_where_the_match_expects_another():
+    """Copies of a table alternate between two versions whose marker bytes differ (0x40 in
+    one, 0x41 in the other): the match from the copy before always expects the wrong one.
+    With match_context, order 4's slot holds the expected byte and the match's mode, whose
+    counters learn which byte comes instead; text and data without a match code as before."""
+    block = np.random.default_rng(5).integers(0, 256, 1000, dtype=np.uint8)
+    block[::25] = 0x40
+    other = block.copy()
+    other[::25] = 0x41
+    data = np.concatenate([block, other] * 4).tobytes()
+    aware = replace(RECOVER, match_context=True)
+    markers = [k * 1000 + i for k in range(4, 8) for i in range(0, 1000, 25)]
+    costs = {mix: _costs(data, Recipe(model=TINY_CONFIG, mix=mix))[markers].sum()
+             for mix in (aware, RECOVER)}
+    assert costs[aware] < 0.5 * costs[RECOVER]
+    S = fed(data[:5010], aware).S  # in the fifth copy, a match expects a byte
+    slot = aware.orders.index(context.MATCH_CONTEXT_ORDER)
+    assert S[context.S_EXPECT] >= 0 and S[context.S_BINARY] == 1
+    assert S[context.S_CTX + slot] == context.match_context(S)
+    assert S[context.S_CTX + slot] != fed(data[:5010], RECOVER).S[context.S_CTX + slot]
+    assert payload(TEXT * 6, aware) == payload(TEXT * 6, RECOVER)
+    assert api.decompress(api.compress(data, Recipe(model=TINY_CONFIG, mix=aware))) == data
+    with pytest.raises(ValueError, match="match_context"):
+        replace(RECOVER, match_context=True, orders=(1, 2, 3, 6, 0)).validate()
+
+
 def test_counters_take_the_binary_count_limit_within_reach_of_a_control_byte():
     """Binary data (a control byte within exe.BINARY_SPAN) updates the counters with
     binary_count_limit; text, and text long after the last control byte, with count_limit."""
