@@ -96,47 +96,6 @@ def test_sparse_nibbles_give_little_endian_words_a_slot_of_their_top_nibbles():
         replace(SPARSE, sparse_nibbles=True).validate()
 
 
-def varying_records(n: int = 1500, seed: int = 3) -> bytes:
-    """Records of a value of one byte (below 0x80) or two (the first above), then a separator
-    of three bytes that changes every 300 records."""
-    rng = np.random.default_rng(seed)
-    out = bytearray()
-    for k in range(n):
-        if k % 300 == 0:
-            separator = bytes(rng.integers(0, 256, 1, dtype=np.uint8)) + bytes([4, 1])
-        if rng.random() < 0.5:
-            out.append(int(rng.integers(0x20, 0x80)))
-        else:
-            out += bytes([int(rng.integers(0x80, 0x100)), int(rng.integers(0, 0x80))])
-        out += separator
-    return bytes(out)
-
-
-def test_sparse_shapes_give_word_bigram_the_byte_that_followed_the_last_shape():
-    """With sparse_shapes, while the model is live, word_bigram's slot holds a(1) and the
-    byte that followed the last three bytes' shape (top 3 bits each) the last time; nothing
-    else moves, and text codes as without it. (Its gain is the tuning slices': Mach-O's
-    Unicode tables -0.66 %; on these synthetic records, where a(2)'s context it replaces
-    already tells a value's end, it is 0.5 % worse.)"""
-    shapes = replace(SPARSE, sparse_shapes=True)
-    data = varying_records()
-    arrays = fed(data, shapes)
-    S, CT = arrays.S, arrays.CT
-    assert S[sparse.S_SP_LIVE] == 1
-    assert slots_changed(data, shapes, SPARSE) == [0, 0, 0, 0, 0, 1, 0, 0, 0]
-    a1, a2, a3 = (int(S[context.S_HIST] >> (8 * i)) & 0xFF for i in range(3))
-    base = S[sparse.S_SP_SHAPES]
-    x = (15 << 24) | (int(CT[base + sparse.shape(a1, a2, a3)]) << 8) | a1
-    assert S[context.S_CTX + 5] == hash32(x * 0x2545F491 + 0x6A09E667)
-    assert CT[base + sparse.shape(data[-2], data[-3], data[-4])] == data[-1]
-    assert sparse.shape(0x20, 0x40, 0xE0) == 0b111_010_001
-    assert payload(data, shapes) != payload(data, SPARSE)
-    assert payload(TEXT, shapes) == payload(TEXT, SPARSE)
-    assert api.decompress(api.compress(data, Recipe(mix=shapes))) == data
-    with pytest.raises(ValueError, match="sparse_shapes"):
-        replace(SMALL, sparse_shapes=True).validate()
-
-
 def test_sparse_binary_is_live_over_binary_tables_with_few_control_bytes_not_strings():
     """With sparse_binary the model is live on binary data (a control byte in the last
     exe.BINARY_SPAN) whose recent bytes are less than 3/4 printable, though one byte in six

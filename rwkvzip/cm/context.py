@@ -167,7 +167,7 @@ STATE.add_each(*(f"wasm.{name}" for name in (
 STATE.add("wasm.last", 512)
 STATE.add("wasm.ends", 1 << 12)
 STATE.add_each("sparse.on", "sparse.live", "sparse.le", "sparse.follow",  # sparse.py's ...
-               "sparse.binary", "sparse.printable", "sparse.nibbles", "sparse.shapes")
+               "sparse.binary", "sparse.printable", "sparse.nibbles")
 STATE.add("sparse.ends", ALPHABET)  # ... and for each byte the two that ended its last runs
 STATE.add_each(*(f"steps.{name}" for name in (
     "on", "byte", "counter", "base", "run2", "run4")))  # steps.py's

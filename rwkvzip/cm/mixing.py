@@ -35,8 +35,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
                    "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets",
-                   "step_expect", "sparse_binary", "sparse_nibbles", "match_context",
-                   "sparse_shapes")
+                   "step_expect", "sparse_binary", "sparse_nibbles", "match_context")
 
 
 @dataclass(frozen=True)
@@ -157,8 +156,7 @@ class MixConfig:
     word and the top nibbles of the last four bytes (sparse.nibbles; needs sparse_le);
     match_context: while the data is binary and the match model expects a byte, order 4's
     slot holds that byte and the match's mode (context.match_context; needs exe and order
-    4); sparse_shapes: while the sparse model is live, word_bigram's slot holds a(1) and
-    the byte that followed the last three bytes' shape (sparse.shape; needs sparse).
+    4).
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -207,7 +205,6 @@ class MixConfig:
     sparse_binary: bool = False
     sparse_nibbles: bool = False
     match_context: bool = False
-    sparse_shapes: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -245,8 +242,6 @@ class MixConfig:
                              "byte orders (the first mixer's sets)")
         if self.sparse_binary and not self.sparse:
             raise ValueError("sparse_binary needs sparse")
-        if self.sparse_shapes and not self.sparse:
-            raise ValueError("sparse_shapes needs sparse")
         if self.match_context and not (self.exe and cx.MATCH_CONTEXT_ORDER in self.orders):
             raise ValueError("match_context needs exe (its measure of binary data) and "
                              "order4 (whose slot it takes)")
@@ -312,7 +307,7 @@ class MixConfig:
         tables = sum(4 * cx.SLOT << b for b in self.table_bits_of()) + (5 << self.match_bits)
         tables += 4 * (image.table_size() * self.image + sheet.EXPECT_COUNTERS * self.sheet_expect
                        + steps.COUNTERS * self.step_expect + delta.table_size() * self.delta
-                       + sparse.table_size(self.rec_follow, self.sparse_shapes))
+                       + sparse.table_size(self.rec_follow))
         return tables + 4 * self.layout(bptt)[1]
 
     def layout(self, bptt: int) -> tuple[dict, int]:
@@ -361,7 +356,7 @@ class MixArrays:
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
         # each model's fields, and where its tables go in CT: after the match counters the
         # image model's, the sheet's expected bytes' counters, the step model's, the delta
-        # model's, the sparse model's follow and shapes tables
+        # model's, the sparse model's follow table
         image_base = S[cx.S_MCOUNT_BASE] + cx.MATCH_BUCKETS
         expect_base = image_base + image.table_size() * cfg.image
         image.start_state(S, cfg.image, image_base)
@@ -378,13 +373,10 @@ class MixArrays:
         steps.start_state(S, cfg.step_expect, steps_base)
         delta.start_state(S, cfg, steps_base + steps.COUNTERS * cfg.step_expect)
         follow_base = S[delta.S_DL_BASE] + delta.table_size() * cfg.delta
-        shapes_base = follow_base + sparse.FOLLOW_SIZE * cfg.rec_follow
         sparse.start_state(S, cfg.sparse, cfg.sparse_le, follow_base * cfg.rec_follow,
-                           cfg.sparse_binary, cfg.sparse_nibbles,
-                           shapes_base * cfg.sparse_shapes)
+                           cfg.sparse_binary, cfg.sparse_nibbles)
         syntax.start_state(S, cfg.syntax, cfg.nest)
-        self.CT = memory.zeros(follow_base + sparse.table_size(cfg.rec_follow,
-                                                               cfg.sparse_shapes), np.uint32)
+        self.CT = memory.zeros(follow_base + sparse.table_size(cfg.rec_follow), np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
         self.HB = memory.zeros(1 << cfg.match_bits, np.uint8)
         offsets, size = cfg.layout(bptt)

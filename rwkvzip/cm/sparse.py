@@ -26,11 +26,7 @@ word contexts (its selector stays): AArch64 and POWER code of the tuning half -2
 -2.7 % (big-endian words, SPARC's: +0.7 %; x86 and RISC-V code: +2 to +12 %; Thumb-2: the
 same). While live it sets, for the next byte, with a(k) the byte k back:
 
-* the word kind: a(1), a(3);       word_bigram: a(2), or with the mix field `sparse_shapes`
-  a(1) and the byte that followed the last three bytes' shape (their top 3 bits) the last
-  time (paq8px's chart model's sparse indirect contexts: in tables of records of varying
-  width, the byte after a field of this shape, a separator; the Unicode-table tuning
-  slices -0.07 %, Mach-O's -0.66 %);
+* the word kind: a(1), a(3);       word_bigram: a(2);
 * word_trigram: a(1) and the bytes that ended its last two runs (in tables of runs, what
   follows a run; in arrays of numbers, what followed the last zero bytes; in place of a(2),
   a(3): the Unicode-table slices 0.7496 to 0.7462 bpb, the other binary slices 2.3391 to
@@ -68,42 +64,35 @@ from rwkvzip.ops.jit import jit
 # next byte, whether it is live over little-endian words (mix field sparse_le), where in CT
 # the follow table starts (mix field rec_follow; 0: none), whether it is live wherever the
 # data is binary (mix field sparse_binary) and the recent bytes' printable average (as exe's
-# control average), whether words' nibbles take a slot (mix field sparse_nibbles), where in
-# CT the shapes' table starts (mix field sparse_shapes; 0: none);
+# control average), whether words' nibbles take a slot (mix field sparse_nibbles);
 # S[S_SP_ENDS + c]: the bytes that came after the last two runs of c (the later one low; a
 # run may be one byte long)
 (S_SP_ON, S_SP_LIVE, S_SP_LE, S_SP_FOLLOW, S_SP_BINARY, S_SP_PRINTABLE, S_SP_NIBBLES,
- S_SP_SHAPES, S_SP_ENDS) = cx.STATE.offsets(
-    "sparse.on", "sparse.live", "sparse.le", "sparse.follow", "sparse.binary",
-    "sparse.printable", "sparse.nibbles", "sparse.shapes", "sparse.ends")
+ S_SP_ENDS) = cx.STATE.offsets("sparse.on", "sparse.live", "sparse.le", "sparse.follow",
+                               "sparse.binary", "sparse.printable", "sparse.nibbles",
+                               "sparse.ends")
 # sparse_binary: live on binary data whose recent bytes are less than this printable (a table
 # of 16-bit code points 0x29xx is half printable; a binary's string tables are not live)
 PRINTABLE_MAX = (exe.CONTROL_ONE << exe.CONTROL_SHIFT) * 3 // 4
 # rec_follow's table in CT: for each pair (a(1), a(r)), the two bytes that followed it the
 # last two times (the later one low)
 FOLLOW_SIZE = 1 << 16
-# sparse_shapes' table in CT: for each shape of three bytes (their top 3 bits), the byte that
-# followed it last
-SHAPES_SIZE = 1 << 9
 
 
-def table_size(follow: bool, shapes: bool) -> int:
-    """uint32 entries the model appends to CT (the follow table with rec_follow, then the
-    shapes' with sparse_shapes)."""
-    return FOLLOW_SIZE * int(follow) + SHAPES_SIZE * int(shapes)
+def table_size(follow: bool) -> int:
+    """uint32 entries the model appends to CT (the follow table with rec_follow)."""
+    return FOLLOW_SIZE * int(follow)
 
 
 def start_state(S: np.ndarray, on: bool, le: bool, follow_base: int, binary: bool,
-                nibbles: bool, shapes_base: int) -> None:
+                nibbles: bool) -> None:
     """The model's fields from the recipe's sparse, sparse_le, (follow_base > 0, its
-    table's place in CT) rec_follow, sparse_binary, sparse_nibbles and (shapes_base > 0)
-    sparse_shapes."""
+    table's place in CT) rec_follow, sparse_binary and sparse_nibbles."""
     S[S_SP_ON] = int(on)
     S[S_SP_BINARY] = int(binary)
     S[S_SP_NIBBLES] = int(nibbles)
     S[S_SP_LE] = int(le)
     S[S_SP_FOLLOW] = follow_base
-    S[S_SP_SHAPES] = shapes_base
 
 
 @jit
@@ -143,12 +132,6 @@ def nibbles(a1, a2, a3, a4):
     return (a1 >> 4) | (a2 & 0xF0) | ((a3 & 0xF0) << 4) | ((a4 & 0xF0) << 8)
 
 
-@jit(inline="always")
-def shape(a1, a2, a3):
-    """Three bytes' top 3 bits (9 bits): small numbers, control bytes, letters, high bytes."""
-    return (a1 >> 5) | ((a2 >> 5) << 3) | ((a3 >> 5) << 6)
-
-
 @jit
 def follow_context(CT, S, HB, n, hmask, a1):
     """rec_follow's context while a record length r is known: the next byte's column and
@@ -185,9 +168,6 @@ def next_contexts(CT, S, HB):
     n = S[cx.S_POS]
     hmask = (1 << S[cx.S_HBITS]) - 1
     follow_update(CT, S, HB, n, hmask, a1, a2)
-    shapes = S[S_SP_SHAPES]
-    if shapes > 0 and n > 4:
-        CT[shapes + shape(a2, a3, a4)] = a1
     text = printable(a1) or a1 == 9 or a1 == 10 or a1 == 13
     S[S_SP_PRINTABLE] += (np.int64(text) * exe.CONTROL_ONE
                           - (S[S_SP_PRINTABLE] >> exe.CONTROL_SHIFT))
@@ -199,8 +179,6 @@ def next_contexts(CT, S, HB):
         k = S[cx.S_ORDERS + m]
         if k == cx.WORD_ORDER:
             x = (1 << 16) | (a1 << 8) | a3
-        elif k == cx.KIND_WORD_BIGRAM and shapes > 0:
-            x = (15 << 24) | (np.int64(CT[shapes + shape(a1, a2, a3)]) << 8) | a1
         elif k == cx.KIND_WORD_BIGRAM:
             x = (2 << 16) | a2
         elif k == cx.KIND_WORD_TRIGRAM:
