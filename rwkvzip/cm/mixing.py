@@ -354,6 +354,7 @@ class MixArrays:
         S[cx.S_REC_ON] = int(cfg.image or cfg.delta or cfg.rec_follow
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
+        S[cx.S_CHART_ON] = int(cx.KIND_CHART in cfg.orders)
         # each model's fields, and where its tables go in CT: after the match counters the
         # image model's, the sheet's expected bytes' counters, the step model's, the delta
         # model's, the sparse model's follow table
