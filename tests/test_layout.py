@@ -47,8 +47,9 @@ def test_the_dump_names_every_field_of_a_live_array():
     lines = text.splitlines()
     assert len(lines) == len(context.STATE.fields())
     assert "models = 4" in lines
-    assert any(line.startswith("table_bits[16] = [10, 10, 10, 10, 0") for line in lines)
-    assert any(line.startswith("orders[16] = [1, 2, 0, 25, 0, 0, 0, 0, ...") for line in lines)
+    n = context.MAX_MODELS
+    assert any(line.startswith(f"table_bits[{n}] = [10, 10, 10, 10, 0") for line in lines)
+    assert any(line.startswith(f"orders[{n}] = [1, 2, 0, 25, 0, 0, 0, 0, ...") for line in lines)
     cfg = CountsConfig(orders=(0, 1, 2), table_bits=10, match_bits=12)
     S = CountArrays(cfg, 2.0**-20).S
     assert "(after the fields:" in counts.STATE.dump(S).splitlines()[-1]
