@@ -185,6 +185,12 @@ CHART_BASE = MixConfig(orders=(1, 2, 3, 4, 6, 0, 13), table_bits=12, match_bits=
 CHART = replace(CHART_BASE, orders=CHART_BASE.orders + (context.KIND_CHART,))
 
 
+def chart_hash(x: int) -> int:
+    """The chart kinds' hash of x, in the kernel's int64 arithmetic (which wraps)."""
+    v = (x * 0x2545F491 + 0x6A09E667) % (1 << 64)
+    return history.hash32(np.int64(v - (1 << 64) if v >> 63 else v))
+
+
 def test_the_chart_context_is_what_followed_the_last_shape_with_the_byte_two_back():
     """After each byte the shape of the three before it (top 3 bits each) learns it; the
     context is what followed the current shape last, with a(2), on binary data only."""
@@ -194,8 +200,7 @@ def test_the_chart_context_is_what_followed_the_last_shape_with_the_byte_two_bac
     assert S[context.S_CHART + context.chart_shape(hist >> 8)] == data[-1]
     assert context.chart_shape(0xE0_40_20) == 0b111_010_001
     x = (3 << 40) | (int(S[context.S_CHART + context.chart_shape(hist)]) << 8) | data[-2]
-    v = (x * 0x2545F491 + 0x6A09E667) % (1 << 64)  # the kernel's int64 arithmetic wraps
-    assert S[context.S_CTX + 7] == history.hash32(np.int64(v - (1 << 64) if v >> 63 else v))
+    assert S[context.S_CTX + 7] == chart_hash(x)
     S = fed(b"Text has no control bytes, so the chart kind is absent. " * 20, CHART).S
     assert S[context.S_BINARY] == 0 and S[context.S_CTX + 7] == context.ABSENT
 
@@ -208,3 +213,58 @@ def test_the_chart_kind_codes_fields_of_varying_width_and_leaves_text_alone():
     text = b"The chart kind reads binary data; text gives it no input. " * 30
     assert payload(text, CHART) == payload(text, CHART_BASE)
     assert api.decompress(api.compress(data, Recipe(mix=CHART))) == data
+
+
+CHARTS = replace(CHART, orders=CHART.orders + (context.KIND_CHART_FINE,))
+
+
+def shaped_fields(n: int = 3000, seed: int = 5) -> bytes:
+    """Fields of three bytes whose top 5 bits follow one of 24 patterns (the low 3 bits
+    random), each followed by its pattern's tag byte; the tags change every 300 fields."""
+    rng = np.random.default_rng(seed)
+    patterns = rng.integers(0, 32, (24, 3))
+    out = bytearray()
+    for k in range(n):
+        if k % 300 == 0:
+            tags = rng.integers(0, 256, 24)
+        p = int(rng.integers(0, 24))
+        out += bytes(int(t) << 3 | int(rng.integers(0, 8)) for t in patterns[p])
+        out.append(int(tags[p]))
+    return bytes(out)
+
+
+def test_the_fine_chart_context_is_the_finer_shape_and_what_followed_it():
+    """After each byte the finer shape of the three before it (top 5 bits each) learns it;
+    the context is the current finer shape with what followed it last, on binary data only."""
+    data = shaped_fields()
+    S = fed(data, CHARTS).S
+    hist = int(S[context.S_HIST])
+    assert S[context.S_CHART_FINE + context.chart_fine_shape(hist >> 8)] == data[-1]
+    assert context.chart_fine_shape(0xE0_40_28) == (28 << 10) | (8 << 5) | 5
+    shape = context.chart_fine_shape(hist)
+    x = (4 << 40) | (shape << 16) | int(S[context.S_CHART_FINE + shape])
+    assert S[context.S_CTX + 8] == chart_hash(x)
+    S = fed(b"Text has no control bytes, so the chart kinds are absent. " * 20, CHARTS).S
+    assert S[context.S_BINARY] == 0 and S[context.S_CTX + 8] == context.ABSENT
+
+
+def test_the_fine_chart_kind_learns_what_follows_a_shape_at_once_and_leaves_text_alone():
+    """Fields known by their bytes' top bits alone: the fine chart kind beside the coarse
+    one 0.89 of the size without it (measured); text the same bytes."""
+    data = shaped_fields()
+    assert len(payload(data, CHARTS)) < 0.93 * len(payload(data, CHART))
+    text = b"The chart kinds read binary data; text gives them no input. " * 30
+    assert payload(text, CHARTS) == payload(text, CHART)
+    assert api.decompress(api.compress(data, Recipe(mix=CHARTS))) == data
+
+
+def test_the_chart_kinds_tables_take_chart_bits():
+    """chart_bits sizes the chart kinds' tables alone (their contexts are few), at most
+    table_bits; out of range it is refused."""
+    mix = replace(CHARTS, table_bits=16, chart_bits=12)
+    assert mix.table_bits_of() == [16] * 7 + [12, 12]
+    saved = 2 * 4 * context.SLOT * ((1 << 16) - (1 << 12))
+    assert mix.memory_bytes() == replace(mix, chart_bits=0).memory_bytes() - saved
+    assert replace(CHARTS, table_bits=11, chart_bits=12).table_bits_of()[-1] == 11
+    with pytest.raises(ValueError, match="chart_bits"):
+        replace(CHARTS, chart_bits=9).validate()

@@ -53,6 +53,19 @@ def test_absent_on_text_and_after_a_header_no_record_has():
     assert S[sheet.S_SH_NEXT] >= 0 and (sheet_contexts(S) >= 0).all()
 
 
+def test_the_chart_kinds_stand_aside_while_the_chain_is_followed():
+    """The chart kinds (binary data only) have no context inside a record chain, and have
+    one on the binary data after it."""
+    charts = replace(SHEET, orders=(context.KIND_CHART, context.KIND_CHART_FINE) + SHEET.orders,
+                     exe=True)
+    S = fed(worksheet()[:-4], charts).S
+    assert S[sheet.S_SH_NEXT] >= 0 and S[context.S_BINARY] == 1
+    assert S[context.S_CTX] == S[context.S_CTX + 1] == context.ABSENT
+    S = fed(worksheet() + b"\xff" * 8 + bytes(range(40)), charts).S
+    assert S[sheet.S_SH_NEXT] == -1 and S[context.S_BINARY] == 1
+    assert S[context.S_CTX] >= 0 and S[context.S_CTX + 1] >= 0
+
+
 def test_on_text_the_payload_is_unchanged():
     text = golden_input() + b"Cells have rows and columns; text has neither. " * 40
     assert payload(text, SHEET) == payload(text, SMALL)

@@ -35,7 +35,8 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "delta_max", "delta_binary", "delta_select", "delta_nonzero",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
                    "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets",
-                   "step_expect", "sparse_binary", "sparse_nibbles", "match_context")
+                   "step_expect", "sparse_binary", "sparse_nibbles", "match_context",
+                   "chart_bits")
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,15 @@ class MixConfig:
     record before (docs/FORMAT.md); 20..23 text: the word with the word before it (20), the
     two before it (21), the one before those (22), and the byte at this column of the line
     above (23), the column (24); 25 indirect: the last byte with the two bytes that
-    followed the last two bytes the last two times they occurred; table_bits:
+    followed the last two bytes the last two times they occurred; 26, 27 binary data only:
+    the byte that followed the last three bytes' shape the last time (26: their top 3 bits,
+    with a(2); 27: their top 5 bits, with that shape); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; order1_bits: order 1's, which
     holds 256 contexts x 17 nibbles at most, at most 2**order1_bits (0: table_bits; 15
-    holds them all and keeps 14 MB of 16 out of memory); match_bits: 2**match_bits bytes
-    of history (and as many hash entries) for the match model; network: whether the neural
+    holds them all and keeps 14 MB of 16 out of memory); chart_bits: the same for kinds
+    26 and 27, whose contexts are few (on binary data 16, 4 MiB each, within 0.02 % of 18's;
+    14, 1 MiB, 0.07 %); match_bits: 2**match_bits bytes of history (and as many hash
+    entries) for the match model; network: whether the neural
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
     mixer (weights by node, match state and known models), or 2, a second mixer whose
     weights are chosen by the previous byte and node, and a final mixer of the two, or 3, a
@@ -163,6 +168,7 @@ class MixConfig:
     orders: tuple[int, ...] = (1, 2, 3, 4, 6, 0)
     table_bits: int = 18
     order1_bits: int = 0
+    chart_bits: int = 0
     match_bits: int = 22
     count_limit: int = 30
     lr: float = 0.005
@@ -275,6 +281,8 @@ class MixConfig:
             raise ValueError("table_bits must be in 10..24")
         if self.order1_bits and not 10 <= self.order1_bits <= 24:
             raise ValueError("order1_bits must be 0 (table_bits) or in 10..24")
+        if self.chart_bits and not 10 <= self.chart_bits <= 24:
+            raise ValueError("chart_bits must be 0 (table_bits) or in 10..24")
         if not 6 <= self.sse2_bits <= cx.SSE2_BITS:
             raise ValueError(f"sse2_bits must be in 6..{cx.SSE2_BITS}")
         if not 0.0 <= self.net_init <= 4.0:
@@ -298,9 +306,15 @@ class MixConfig:
             raise ValueError("mixer rates must be in (0, 1]")
 
     def table_bits_of(self) -> list[int]:
-        """Each order's table size in bits: table_bits; order 1's at most order1_bits."""
-        return [min(self.order1_bits, self.table_bits) if k == 1 and self.order1_bits
-                else self.table_bits for k in self.orders]
+        """Each order's table size in bits: table_bits; order 1's at most order1_bits, the
+        chart kinds' at most chart_bits."""
+        def bits(k: int) -> int:
+            if k == 1 and self.order1_bits:
+                return min(self.order1_bits, self.table_bits)
+            if cx.KIND_CHART <= k <= cx.KIND_CHART_FINE and self.chart_bits:
+                return min(self.chart_bits, self.table_bits)
+            return self.table_bits
+        return [bits(k) for k in self.orders]
 
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
@@ -355,6 +369,7 @@ class MixArrays:
                              or any(cx.KIND_REC_ABOVE <= k <= cx.KIND_REC_COL for k in cfg.orders))
         S[cx.S_IND_ON] = int(cx.KIND_INDIRECT in cfg.orders)
         S[cx.S_CHART_ON] = int(cx.KIND_CHART in cfg.orders)
+        S[cx.S_CHART_FINE_ON] = int(cx.KIND_CHART_FINE in cfg.orders)
         # each model's fields, and where its tables go in CT: after the match counters the
         # image model's, the sheet's expected bytes' counters, the step model's, the delta
         # model's, the sparse model's follow table

@@ -150,7 +150,8 @@ def begin(S, start, rtype, length):
 @jit
 def next_contexts(S, HB):
     """After context.next_contexts: follow the record chain and set the sheet kinds'
-    contexts for the next byte (and while it follows one, the text kinds' are absent)."""
+    contexts for the next byte (and while it follows one, the text and chart kinds' are
+    absent)."""
     if S[S_SH_ON] == 0:
         return
     hmask = (1 << S[cx.S_HBITS]) - 1
@@ -191,7 +192,9 @@ def next_contexts(S, HB):
     last = byte_at(HB, hmask, n - 1)
     for m in range(S[cx.S_K]):
         k = S[cx.S_ORDERS + m]
-        if live and cx.is_text_kind(k):  # words and lines mean nothing inside records
+        # words, lines and shapes of bytes mean nothing inside records (kennedy.xls: the
+        # chart kinds live there cost 0.6 %)
+        if live and (cx.is_text_kind(k) or cx.is_chart_kind(k)):
             S[cx.S_CTX + m] = cx.ABSENT
             continue
         if not cx.is_sheet_kind(k):
