@@ -751,8 +751,7 @@ def chart_context(S):
     if S[S_BINARY] == 0:
         return ABSENT
     hist = S[S_HIST]
-    x = (3 << 40) | (S[S_CHART + chart_shape(hist)] << 8) | ((hist >> 8) & 0xFF)
-    return hash32(x * 0x2545F491 + 0x6A09E667)
+    return chart_hash((3 << 40) | (S[S_CHART + chart_shape(hist)] << 8) | ((hist >> 8) & 0xFF))
 
 
 @jit(inline="always")
@@ -770,7 +769,12 @@ def chart_fine_context(S):
     if S[S_BINARY] == 0:
         return ABSENT
     shape = chart_fine_shape(S[S_HIST])
-    x = (4 << 40) | (shape << 16) | S[S_CHART_FINE + shape]
+    return chart_hash((4 << 40) | (shape << 16) | S[S_CHART_FINE + shape])
+
+
+@jit(inline="always")
+def chart_hash(x):
+    """The chart kinds' context hash of x (its high bits say which kind)."""
     return hash32(x * 0x2545F491 + 0x6A09E667)
 
 
