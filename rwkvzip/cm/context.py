@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rwkvzip.cm import runs
 from rwkvzip.cm.history import (
     MATCH_MAX,
     extend_match,
@@ -80,6 +81,9 @@ S_MREC_ON, S_MBAK_LEN, S_MBAK_PTR, S_MTRIAL = STATE.add_each(
 # the match model's context (mix field match_context; match_context): 1 + the model whose
 # slot holds it while the data is binary and a byte is expected (0: off)
 S_MCTX_SLOT = STATE.add("match.context_slot")
+# the contexts' byte histories (mix field runs; cm/runs.py): the mixer's column of model 0's
+# history input (0: off), where in CT the history tables start, where in SM the maps are
+S_RUNS_COL, S_RUNS_BASE, S_RUNS_SM = STATE.add_each("runs.col", "runs.base", "runs.sm")
 S_ORDERS = STATE.add("orders", MAX_MODELS)  # S[S_ORDERS + o]: model o's kind
 S_CTX = STATE.add("ctx", MAX_MODELS)  # S[S_CTX + o]: hash of model o's current context
 # S[S_TBASE + o]: model o's first slot in CT; S[S_TBITS + o]: its table holds 2**that slots
@@ -362,6 +366,66 @@ def counter_p12(CT, i):
     return np.int64(CT[i]) >> 20
 
 
+@jit(inline="always")
+def history_address(S, o):
+    """Where model o's context's history lives in CT (its table follows runs.SHRINK bits of
+    the slot table's size) and its check."""
+    h = runs.history_hash(S[S_CTX + o])
+    bits = S[S_TBITS + o] - runs.SHRINK
+    return S[S_RUNS_BASE] + (S[S_TBASE + o] >> runs.SHRINK) + (h >> (32 - bits)), h & 0xFF
+
+
+@jit(inline="always")
+def byte_history(CT, S, o):
+    """Model o's context's byte history (0: none, or the entry is another context's)."""
+    if S[S_CTX + o] == ABSENT:
+        return 0
+    at, check = history_address(S, o)
+    v = np.int64(CT[at])
+    return v & 0xFFFFFF if v >> 24 == check else 0
+
+
+@jit(inline="always")
+def history_input(S, SM, o, h, node, d):
+    """Model o's history input at a node: its map cell's logit, 0 off the history's bytes."""
+    c = runs.cell(h, node, d)
+    return SM[S[S_RUNS_SM] + o * runs.CELLS + c] if c >= 0 else 0.0
+
+
+@jit
+def history_inputs(CT, S, SM, X, o):
+    """X[node, S_RUNS_COL + o] for every node: nonzero on the paths of the history's two
+    bytes only."""
+    c = S[S_RUNS_COL] + o
+    for m in range(1, ALPHABET):
+        X[m, c] = 0.0
+    h = byte_history(CT, S, o)
+    if h == 0:
+        return
+    for b in (h & 0xFF, (h >> 8) & 0xFF):
+        node = 1
+        for d in range(8):
+            X[node, c] = history_input(S, SM, o, h, node, d)
+            node = 2 * node + ((b >> (7 - d)) & 1)
+
+
+@jit
+def learn_history(CT, S, SM, o, symbol, rate):
+    """Model o's history map learns the coded byte's bits where it gave an input, and the
+    history takes the byte."""
+    h = byte_history(CT, S, o)
+    at = S[S_RUNS_SM] + o * runs.CELLS
+    node = 1
+    for d in range(8):
+        bit = (symbol >> (7 - d)) & 1
+        c = runs.cell(h, node, d)
+        if c >= 0:
+            SM[at + c] += rate * (bit - sigmoid64(SM[at + c]))
+        node = 2 * node + bit
+    where, check = history_address(S, o)
+    CT[where] = np.uint32((check << 24) | runs.after(h, symbol))
+
+
 @jit
 def map_index(CT, i, o):
     """Cell of model o's adaptive map for counter i: its update count and probability."""
@@ -374,10 +438,13 @@ def map_index(CT, i, o):
 def node_inputs(CT, S, ST, SM, X, col):
     """For every tree node: X[node, col + o] = stretch of model o's counter, and
     X[node, col + K + o] = its adaptive map's value for that counter's count and probability
-    (which learns how far counters seen n times can be trusted). Unknown contexts give 0."""
+    (which learns how far counters seen n times can be trusted). Unknown contexts give 0.
+    With runs, each model's byte history too (history_inputs)."""
     K = S[S_K]
     for o in range(K):
         c = col + o
+        if S[S_RUNS_COL]:
+            history_inputs(CT, S, SM, X, o)
         if S[S_CTX + o] == ABSENT:
             for j in range(17):
                 S[S_SLOTS + 17 * o + j] = -1
@@ -435,6 +502,8 @@ def node_inputs_at(CT, S, ST, SM, X, col, node, d, j):
     K = S[S_K]
     m = node_counter(node, d)
     for o in range(K):
+        if S[S_RUNS_COL]:
+            X[node, S[S_RUNS_COL] + o] = history_input(S, SM, o, byte_history(CT, S, o), node, d)
         b = S[S_SLOTS + 17 * o + j]
         if b >= 0:
             X[node, col + o] = ST[counter_p12(CT, b + m)]
@@ -500,13 +569,16 @@ def recover_match(S, symbol):
 
 @jit
 def update_models(CT, S, SM, symbol, map_rate):
-    """Learn the coded byte in every model's counters (claiming their slots) and maps."""
+    """Learn the coded byte in every model's counters (claiming their slots) and maps, and
+    with runs its byte history."""
     K = S[S_K]
     limit = S[S_LIMIT_NOW]
     hi = symbol >> 4
     for o in range(K):
         if S[S_CTX + o] == ABSENT:
             continue
+        if S[S_RUNS_COL]:
+            learn_history(CT, S, SM, o, symbol, map_rate)
         for half in range(2):
             j = 0 if half == 0 else 1 + hi
             known = S[S_SLOTS + 17 * o + j] >= 0

@@ -14,6 +14,7 @@ from rwkvzip.cm import (
     jvm,
     pyc,
     riscv,
+    runs,
     s390x,
     sheet,
     sparse,
@@ -36,7 +37,7 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "delta_switch", "delta_recent", "rec_stable", "delta_apm",
                    "order_sets", "sparse_le", "rec_follow", "delta_ff", "filler_sets",
                    "step_expect", "sparse_binary", "sparse_nibbles", "match_context",
-                   "chart_bits")
+                   "chart_bits", "runs")
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,9 @@ class MixConfig:
     word and the top nibbles of the last four bytes (sparse.nibbles; needs sparse_le);
     match_context: while the data is binary and the match model expects a byte, order 4's
     slot holds that byte and the match's mode (context.match_context; needs exe and order
-    4).
+    4); runs: every model's contexts keep a byte history (the last byte that followed, the
+    one before it, the run; cm/runs.py), whose predicted bit is one more mixer input per
+    model.
     A field at its default is left out of the recipe's JSON (recipes from before it keep theirs).
     """
 
@@ -211,6 +214,7 @@ class MixConfig:
     sparse_binary: bool = False
     sparse_nibbles: bool = False
     match_context: bool = False
+    runs: bool = False
     syntax: bool = False
     nest: bool = False
     exe_calls: bool = False
@@ -318,7 +322,8 @@ class MixConfig:
 
     def memory_bytes(self, bptt: int = 1) -> int:
         """Bytes of every table: context slots, history, match hashes, the mixer's floats."""
-        tables = sum(4 * cx.SLOT << b for b in self.table_bits_of()) + (5 << self.match_bits)
+        tables = sum((4 * cx.SLOT << b) + ((4 << b) >> runs.SHRINK) * self.runs
+                     for b in self.table_bits_of()) + (5 << self.match_bits)
         tables += 4 * (image.table_size() * self.image + sheet.EXPECT_COUNTERS * self.sheet_expect
                        + steps.COUNTERS * self.step_expect + delta.table_size() * self.delta
                        + sparse.table_size(self.rec_follow))
@@ -328,7 +333,7 @@ class MixConfig:
         """The mixer's float array layout (mixer.layout) for these settings."""
         return mx.layout(len(self.orders), self.network, bptt, self.selectors, self.image,
                          self.sheet_expect, self.sse2, self.set_decay > 0.0, self.delta,
-                         self.sse2_bits)
+                         self.sse2_bits, self.runs)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -392,11 +397,16 @@ class MixArrays:
         sparse.start_state(S, cfg.sparse, cfg.sparse_le, follow_base * cfg.rec_follow,
                            cfg.sparse_binary, cfg.sparse_nibbles)
         syntax.start_state(S, cfg.syntax, cfg.nest)
-        self.CT = memory.zeros(follow_base + sparse.table_size(cfg.rec_follow), np.uint32)
+        # the byte histories' tables last (cm/runs.py), each model's in the slot tables' order
+        S[cx.S_RUNS_BASE] = follow_base + sparse.table_size(cfg.rec_follow)
+        histories = (S[cx.S_MATCH_BASE] // cx.SLOT >> runs.SHRINK) * cfg.runs
+        self.CT = memory.zeros(S[cx.S_RUNS_BASE] + histories, np.uint32)
         self.CT[S[cx.S_MCOUNT_BASE]:S[delta.S_DL_BASE]] = cx.P_HALF  # counters; counts at 0
         self.HB = memory.zeros(1 << cfg.match_bits, np.uint8)
         offsets, size = cfg.layout(bptt)
         S[mx.S_NIN] = offsets["nin"]
+        S[cx.S_RUNS_COL] = offsets["runs_col"]
+        S[cx.S_RUNS_SM] = offsets["rm"] - offsets["sm"]
         S[mx.S_NET] = (mx.NET_OFF if not cfg.network else mx.NET_FROZEN if frozen
                        else mx.NET_LEARNS)
         S[mx.S_SEL] = cfg.selectors
