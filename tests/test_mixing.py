@@ -303,8 +303,8 @@ def test_each_weight_set_learns_at_its_own_rate_with_set_decay():
     # (byte, node)
     S[context.S_HIST] = (0x41 << 8) | 0x62
     MX[S[mixer.S_CNT]:] = 0.0
-    lr1, lr2, lr3 = mixer.set_rates(S, MX, 0.0, 5, 0x62, 9)
-    assert lr1 == lr2 == lr3 == pytest.approx(start)
+    lr1, lr2, lr3, lr4 = mixer.set_rates(S, MX, 0.0, 5, 0x62, 9, False)
+    assert lr1 == lr2 == lr3 == pytest.approx(start) and lr4 == 0.0  # (no fourth: lr)
     assert counts[5] == 1.0 and counts[sets1 + (0x62 << 8 | 9)] == 1.0
     assert counts[sets1 + 65536 + (0x41 << 8 | 9)] == 1.0 and counts.sum() == 3.0
     blob = api.compress(TEXT, own)

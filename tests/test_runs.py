@@ -9,7 +9,7 @@ import pytest
 from mixing_probe import fed, payload
 
 from rwkvzip import api
-from rwkvzip.cm import context, runs
+from rwkvzip.cm import context, mixer, runs
 from rwkvzip.cm.mixing import MixArrays, MixConfig
 from rwkvzip.recipe import Recipe
 
@@ -114,3 +114,53 @@ def test_histories_roundtrip_on_text_and_binary_data(path_coding):
     data = (b"Byte histories remember what followed each context last. " * 20
             + bytes(range(256)) * 3 + changing_values(200, 3))
     assert api.decompress(api.compress(data, Recipe(mix=mix))) == data
+
+
+def test_the_coded_byte_s_longest_run_is_kept_for_the_fourth_mixer():
+    """After "xy" twenty times and x: x followed y (order 1) and "xy" (order 2) for the
+    20th time; after "xz" and x, every context of that x is new (a run of 1)."""
+    arrays = fed(b"xy" * 20 + b"x", RUNS)
+    assert arrays.S[context.S_RUNS_CODED] == 20
+    assert fed(b"xy" * 20 + b"xzx", RUNS).S[context.S_RUNS_CODED] == 1
+    assert fed(b"xy" * 20 + b"x", MIX).S[context.S_RUNS_CODED] == 0  # (no histories)
+
+
+FOUR = replace(RUNS, exe=True, selectors=4, orders=RUNS.orders + (context.KIND_ORDER0_BINARY,))
+
+
+def test_the_fourth_mixer_s_set_is_the_run_on_binary_data_and_a3_on_text():
+    text = fed(b"the fourth mixer reads a(3) on text", FOUR)
+    assert text.S[context.S_BINARY] == 0
+    assert mixer.fourth_selector(text.S) == mixer.RUN_SETS + (ord("e") >> 4)  # "...ext"
+    binary = fed(b"\x01\x02" * 40 + b"\x01", FOUR)
+    assert binary.S[context.S_BINARY] == 1
+    assert mixer.fourth_selector(binary.S) == mixer.RUN_SETS - 1  # a run of 40, capped
+
+
+@pytest.mark.parametrize("path_coding", [False, True])
+def test_a_fourth_mixer_changes_text_and_binary_data_and_roundtrips(path_coding):
+    four = replace(FOUR, path_coding=path_coding)
+    three = replace(four, selectors=3)
+    text = b"A fourth mixer, chosen by a(3) on text and by a run on binary data. " * 30
+    binary = changing_values(600, 5)
+    for data in (text, binary):
+        assert payload(data, four) != payload(data, three)
+        assert api.decompress(api.compress(data, Recipe(mix=four))) == data
+
+
+def test_order0_binary_is_one_context_on_binary_data_and_absent_on_text():
+    o = FOUR.orders.index(context.KIND_ORDER0_BINARY)
+    assert FOUR.table_bits_of()[o] == 10 < FOUR.table_bits
+    on_text = fed(b"plain words, nothing binary in them " * 8, FOUR)
+    assert on_text.S[context.S_CTX + o] == context.ABSENT
+    a, b = fed(changing_values(100, 1), FOUR), fed(changing_values(100, 2), FOUR)
+    assert a.S[context.S_CTX + o] == b.S[context.S_CTX + o] != context.ABSENT
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"selectors": 4, "exe": True}, "selectors 4 needs runs and exe"),
+    ({"selectors": 4, "runs": True}, "selectors 4 needs runs and exe"),
+    ({"selectors": 5, "runs": True, "exe": True}, "selectors must be")])
+def test_a_fourth_selector_needs_the_histories_and_the_binary_test(fields, message):
+    with pytest.raises(ValueError, match=message):
+        replace(MIX, **fields).validate()

@@ -52,7 +52,7 @@ USES_MAX = 0xFFFFFFFF - USE  # the use count saturates below 2**15
 # The context models' state S (int64), every slot by name (layout.py): the core models',
 # then each model's own fields (bound to S_* constants in its module: mixer.py, image.py,
 # sheet.py, exe.py, delta.py, syntax.py), then the large tables. MixArrays fills it.
-MAX_MODELS = 18
+MAX_MODELS = 20
 SHEET_COLUMNS, SHEET_CELL_BYTES = 256, 16
 SSE2_BITS = 10  # the most bits of the order-2 APM's contexts (mix sse2_bits)
 STATE = StateLayout("the context models' state S")
@@ -66,7 +66,7 @@ STATE = StateLayout("the context models' state S")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
     "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt", "order_sets",
-    "filler_sets")))
+    "filler_sets", "w4", "wf4", "zs4")))
 # whether the next byte is binary (exe.next_contexts sets it: a control byte within
 # exe.BINARY_SPAN; 0 without exe), the counters' count limit there (mix field
 # binary_count_limit; 0: count_limit everywhere) and the limit for the next byte's update
@@ -84,6 +84,9 @@ S_MCTX_SLOT = STATE.add("match.context_slot")
 # the contexts' byte histories (mix field runs; cm/runs.py): the mixer's column of model 0's
 # history input (0: off), where in CT the history tables start, where in SM the maps are
 S_RUNS_COL, S_RUNS_BASE, S_RUNS_SM = STATE.add_each("runs.col", "runs.base", "runs.sm")
+# the longest run, among the models' contexts, that the byte just coded continued or began
+# (0: no model had a context; update_models sets it with runs): the fourth mixer's selector
+S_RUNS_CODED = STATE.add("runs.coded")
 S_ORDERS = STATE.add("orders", MAX_MODELS)  # S[S_ORDERS + o]: model o's kind
 S_CTX = STATE.add("ctx", MAX_MODELS)  # S[S_CTX + o]: hash of model o's current context
 # S[S_TBASE + o]: model o's first slot in CT; S[S_TBITS + o]: its table holds 2**that slots
@@ -195,7 +198,7 @@ S_CHART_FINE = STATE.add("chart_fine.follow", 1 << 15)
 # the mixer's blocks of rows built on first use (mixer.ready_rows): 1 once built; a block per
 # selector byte for the second and third mixers and the second APM, per context of the
 # order-2 APM (its contexts: a(1), a(2) hashed to SSE2_BITS bits)
-N_S_READY = 3 * ALPHABET + (1 << SSE2_BITS)
+N_S_READY = 4 * ALPHABET + (1 << SSE2_BITS)
 S_READY = STATE.add("ready", N_S_READY)
 N_S = STATE.size
 REC_RUN = 2  # a distance seen this many more times in a row is a record-length candidate ...
@@ -242,7 +245,10 @@ KIND_INDIRECT = 25  # a(1) and the two bytes that followed a(2) a(1) the last tw
 # sparse indirect contexts):
 KIND_CHART = 26  # shape: top 3 bits of each byte; with a(2)
 KIND_CHART_FINE = 27  # shape: top 5 bits of each byte; with the shape itself
-MAX_KIND = 27
+# One context for every byte of binary data (order 0 there): its counters are the bytes'
+# order-0 statistics, its byte history (runs) the run of the last byte
+KIND_ORDER0_BINARY = 28
+MAX_KIND = 28
 # The names recipes give the kinds (a card's JSON names them; MixConfig and the kernels hold
 # the codes)
 KIND_CODES = {"word": 0, **{f"order{k}": k for k in range(1, MAX_BYTE_ORDER + 1)},
@@ -254,7 +260,8 @@ KIND_CODES = {"word": 0, **{f"order{k}": k for k in range(1, MAX_BYTE_ORDER + 1)
               "sheet_left": KIND_SHEET_LEFT, "word_bigram": KIND_WORD_BIGRAM,
               "word_trigram": KIND_WORD_TRIGRAM, "word_skip": KIND_WORD_SKIP,
               "line_above": KIND_LINE_ABOVE, "column": KIND_COLUMN, "indirect": KIND_INDIRECT,
-              "chart": KIND_CHART, "chart_fine": KIND_CHART_FINE}
+              "chart": KIND_CHART, "chart_fine": KIND_CHART_FINE,
+              "order0_binary": KIND_ORDER0_BINARY}
 KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
 COLUMN_CAP = 255  # KIND_COLUMN's columns beyond this are one
 WORD_BYTE = 256  # KIND_COLUMN's a(1) when it is a word byte (a letter, or >= 128)
@@ -412,7 +419,7 @@ def history_inputs(CT, S, SM, X, o):
 @jit
 def learn_history(CT, S, SM, o, symbol, rate):
     """Model o's history map learns the coded byte's bits where it gave an input, and the
-    history takes the byte."""
+    history takes the byte; returns its run now."""
     h = byte_history(CT, S, o)
     at = S[S_RUNS_SM] + o * runs.CELLS
     node = 1
@@ -423,7 +430,9 @@ def learn_history(CT, S, SM, o, symbol, rate):
             SM[at + c] += rate * (bit - sigmoid64(SM[at + c]))
         node = 2 * node + bit
     where, check = history_address(S, o)
-    CT[where] = np.uint32((check << 24) | runs.after(h, symbol))
+    h = runs.after(h, symbol)
+    CT[where] = np.uint32((check << 24) | h)
+    return h >> 16
 
 
 @jit
@@ -570,15 +579,16 @@ def recover_match(S, symbol):
 @jit
 def update_models(CT, S, SM, symbol, map_rate):
     """Learn the coded byte in every model's counters (claiming their slots) and maps, and
-    with runs its byte history."""
+    with runs its byte history (and S_RUNS_CODED)."""
     K = S[S_K]
     limit = S[S_LIMIT_NOW]
     hi = symbol >> 4
+    longest = 0
     for o in range(K):
         if S[S_CTX + o] == ABSENT:
             continue
         if S[S_RUNS_COL]:
-            learn_history(CT, S, SM, o, symbol, map_rate)
+            longest = max(longest, learn_history(CT, S, SM, o, symbol, map_rate))
         for half in range(2):
             j = 0 if half == 0 else 1 + hi
             known = S[S_SLOTS + 17 * o + j] >= 0
@@ -592,6 +602,7 @@ def update_models(CT, S, SM, symbol, map_rate):
                     SM[cell] += map_rate * (bit - sigmoid64(SM[cell]))
                 update_counter(CT, base + m, bit, limit)
                 m = 2 * m + bit
+    S[S_RUNS_CODED] = longest
 
 
 @jit
@@ -680,9 +691,9 @@ def is_text_kind(k):
 
 
 @jit
-def is_chart_kind(k):
-    """Kinds 26, 27: binary data only (absent while sheet.py follows a record chain)."""
-    return KIND_CHART <= k <= KIND_CHART_FINE
+def is_binary_kind(k):
+    """Kinds 26 ... 28: binary data only (absent while sheet.py follows a record chain)."""
+    return KIND_CHART <= k <= KIND_ORDER0_BINARY
 
 
 @jit
@@ -801,6 +812,8 @@ def next_contexts(S, HB, byte):
             h = chart_context(S)
         elif k == KIND_CHART_FINE:
             h = chart_fine_context(S)
+        elif k == KIND_ORDER0_BINARY:
+            h = ABSENT if S[S_BINARY] == 0 else chart_hash(5 << 40)
         else:
             h = kind_hash(S, HB, k, pos + 1, hmask)
         S[S_CTX + o] = h

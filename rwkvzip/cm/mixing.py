@@ -39,6 +39,9 @@ OPTIONAL_FIELDS = ("selectors", "net_init", "net_gate", "image", "sheet_expect",
                    "step_expect", "sparse_binary", "sparse_nibbles", "match_context",
                    "chart_bits", "runs")
 
+# order0_binary's table: its one context's 17 nibble slots (2**10 slots hold them)
+ORDER0_BITS = 10
+
 
 @dataclass(frozen=True)
 class MixConfig:
@@ -55,9 +58,10 @@ class MixConfig:
     record before (docs/FORMAT.md); 20..23 text: the word with the word before it (20), the
     two before it (21), the one before those (22), and the byte at this column of the line
     above (23), the column (24); 25 indirect: the last byte with the two bytes that
-    followed the last two bytes the last two times they occurred; 26, 27 binary data only:
-    the byte that followed the last three bytes' shape the last time (26: their top 3 bits,
-    with a(2); 27: their top 5 bits, with that shape); table_bits:
+    followed the last two bytes the last two times they occurred; 26 ... 28 binary data
+    only: the byte that followed the last three bytes' shape the last time (26: their top 3
+    bits, with a(2); 27: their top 5 bits, with that shape), 28 order 0 (its table
+    2**ORDER0_BITS slots); table_bits:
     each model's table holds 2**table_bits slots of 64 bytes; order1_bits: order 1's, which
     holds 256 contexts x 17 nibbles at most, at most 2**order1_bits (0: table_bits; 15
     holds them all and keeps 14 MB of 16 out of memory); chart_bits: the same for kinds
@@ -67,7 +71,9 @@ class MixConfig:
     network is one of the mixer's inputs (False: context models alone); selectors: 1, one
     mixer (weights by node, match state and known models), or 2, a second mixer whose
     weights are chosen by the previous byte and node, and a final mixer of the two, or 3, a
-    third mixer by the byte before the previous one too;
+    third mixer by the byte before the previous one too, or 4 (needs runs and exe), a fourth
+    by the longest run among the contexts that the last byte continued where the data is
+    binary, else by a(3) (mixer.fourth_selector);
     net_init: every mixer's initial weight of the network's input (higher for a prior that
     already predicts well); net_gate: scale the network's input by how text-like the recent
     bytes are (cm/mixer.py, text_gate), for a prior that learned text; image: the 1-bit image
@@ -297,8 +303,10 @@ class MixConfig:
             raise ValueError("set_decay must be in [0, 65536]")
         if self.ways not in (1, 2, 4):
             raise ValueError("ways must be 1, 2 or 4")
-        if self.selectors not in (1, 2, 3):
-            raise ValueError("selectors must be 1, 2 or 3")
+        if self.selectors not in (1, 2, 3, 4):
+            raise ValueError("selectors must be 1, 2, 3 or 4")
+        if self.selectors == 4 and not (self.runs and self.exe):
+            raise ValueError("selectors 4 needs runs and exe")
         if not 12 <= self.match_bits <= 28:
             raise ValueError("match_bits must be in 12..28")
         if not 1 <= self.count_limit <= cx.COUNT_LIMIT_MAX:
@@ -311,8 +319,10 @@ class MixConfig:
 
     def table_bits_of(self) -> list[int]:
         """Each order's table size in bits: table_bits; order 1's at most order1_bits, the
-        chart kinds' at most chart_bits."""
+        chart kinds' at most chart_bits, order0_binary's ORDER0_BITS."""
         def bits(k: int) -> int:
+            if k == cx.KIND_ORDER0_BINARY:
+                return min(ORDER0_BITS, self.table_bits)
             if k == 1 and self.order1_bits:
                 return min(self.order1_bits, self.table_bits)
             if cx.KIND_CHART <= k <= cx.KIND_CHART_FINE and self.chart_bits:
@@ -420,6 +430,7 @@ class MixArrays:
             S[slot] = offsets[name]
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
+        S[mx.S_W4], S[mx.S_WF4], S[mx.S_ZS4] = offsets["w4"], offsets["wf4"], offsets["zs4"]
         S[mx.S_CNT] = offsets["cnt"] if cfg.set_decay > 0.0 else 0
         MX = memory.zeros(size, np.float32)
         MX[mx.MX_LR] = cfg.lr

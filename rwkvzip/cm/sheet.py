@@ -194,7 +194,7 @@ def next_contexts(S, HB):
         k = S[cx.S_ORDERS + m]
         # words, lines and shapes of bytes mean nothing inside records (kennedy.xls: the
         # chart kinds live there cost 0.6 %)
-        if live and (cx.is_text_kind(k) or cx.is_chart_kind(k)):
+        if live and (cx.is_text_kind(k) or cx.is_binary_kind(k)):
             S[cx.S_CTX + m] = cx.ABSENT
             continue
         if not cx.is_sheet_kind(k):
