@@ -293,8 +293,8 @@ class MixConfig:
             raise ValueError("order1_bits must be 0 (table_bits) or in 10..24")
         if self.chart_bits and not 10 <= self.chart_bits <= 24:
             raise ValueError("chart_bits must be 0 (table_bits) or in 10..24")
-        if not 6 <= self.sse2_bits <= cx.SSE2_BITS:
-            raise ValueError(f"sse2_bits must be in 6..{cx.SSE2_BITS}")
+        if not 4 <= self.sse2_bits <= cx.SSE2_BITS:
+            raise ValueError(f"sse2_bits must be in 4..{cx.SSE2_BITS}")
         if not 0.0 <= self.net_init <= 4.0:
             raise ValueError("net_init must be in [0, 4]")
         if not (0.0 <= self.ctx_init <= 1.0 and 0.0 <= self.text_init <= 1.0):
