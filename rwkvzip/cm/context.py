@@ -196,8 +196,8 @@ S_CHART = STATE.add("chart.follow", 1 << 9)
 S_CHART_FINE_ON = STATE.add("chart_fine.on")
 S_CHART_FINE = STATE.add("chart_fine.follow", 1 << 15)
 # the mixer's blocks of rows built on first use (mixer.ready_rows): 1 once built; a block per
-# selector byte for the second and third mixers and the second APM, per context of the
-# order-2 APM (its contexts: a(1), a(2) hashed to SSE2_BITS bits)
+# selector byte for the second and third mixers and the second APM, per set of the fourth
+# mixer, per context of the order-2 APM (its contexts: a(1), a(2) hashed to SSE2_BITS bits)
 N_S_READY = 4 * ALPHABET + (1 << SSE2_BITS)
 S_READY = STATE.add("ready", N_S_READY)
 N_S = STATE.size

@@ -766,6 +766,17 @@ def set_rates(S, MX, lr, set1, c1, node, four):
     return lr1, lr2, lr3, lr4
 
 
+@jit(inline="always")
+def learn_chosen(MX, X, node, nin, ws, z, f, bit, err, lr, rate):
+    """A byte-chosen mixer (the second, third or fourth) at a node: its final weight f
+    learns from the final error err at the mixer-wide rate lr, its weight row ws from its
+    own error at `rate`."""
+    MX[f] += lr * err * z
+    own = bit - sigmoid64(z)
+    for c in range(nin):
+        MX[ws + c] += rate * own * X[node, c]
+
+
 @jit
 def learn(byte, CT, S, MX, ST, gz):
     """Learn the coded byte: mixer weights, APMs, match and context counters. With the
@@ -818,24 +829,15 @@ def learn(byte, CT, S, MX, ST, gz):
                 z4 = MX[S[S_ZS4] + node]
                 if net and abs(z4) < MAX_LOGIT:
                     dnet += MX[f4] * MX[ws4 + 2 * K + 2]
-                MX[f4] += lr * err * z4
-                err4 = bit - sigmoid64(z4)
-                for c in range(nin):
-                    MX[ws4 + c] += lr4 * err4 * X[node, c]
+                learn_chosen(MX, X, node, nin, ws4, z4, f4, bit, err, lr, lr4)
             if three:
                 ws3 = S[S_W3] + ((third_selector(S) << 8) | node) * nin
                 z3 = MX[S[S_ZS3] + node]
                 if net and abs(z3) < MAX_LOGIT:
                     dnet += MX[f3] * MX[ws3 + 2 * K + 2]
-                MX[f3] += lr * err * z3
-                err3 = bit - sigmoid64(z3)
-                for c in range(nin):
-                    MX[ws3 + c] += lr3 * err3 * X[node, c]
+                learn_chosen(MX, X, node, nin, ws3, z3, f3, bit, err, lr, lr3)
             MX[f1] += lr * err * z1
-            MX[f2] += lr * err * z2
-            err2 = bit - sigmoid64(z2)
-            for c in range(nin):
-                MX[ws2 + c] += lr2 * err2 * X[node, c]
+            learn_chosen(MX, X, node, nin, ws2, z2, f2, bit, err, lr, lr2)
         else:
             dnet = MX[ws + 2 * K + 2] if net else 0.0
         if net and abs(X[node, 2 * K + 2]) < NET_CLAMP * gate:  # a clamped one passes nothing
