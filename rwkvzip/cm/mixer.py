@@ -532,11 +532,10 @@ def final_weights(S, node, four):
 
 @jit(inline="always")
 def final_logit(S, MX, X, node, d, z1, z2, z3, z4, selectors, four, image_live):
-    """A node's logit from its mixers' sums (z2, z3, z4: with two, three or a live fourth
-    selector): each
-    clamped, the final mixer's blend of them clamped (their outputs kept in MX for learn),
-    then the image model's switch while it is live (image.live; both flags read once a
-    byte by the caller, which keeps its loop over nodes free of them)."""
+    """A node's logit from its mixers' sums (z2, z3, z4: with two, three or four
+    selectors): each clamped, the final mixer's blend of them clamped (their outputs kept
+    in MX for learn), then the image model's switch while it is live (image.live; the
+    flags read once a byte by the caller, which keeps its loop over nodes free of them)."""
     z = min(max(z1, -MAX_LOGIT), MAX_LOGIT)
     if selectors > 1:
         z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
