@@ -24,12 +24,12 @@ from conftest import TINY_CONFIG
 # every model and mixer feature the cards use, in small tables
 MIX = MixConfig(orders=(1, 2, 3, 4, 6, 0, 13, 11, 16, 17, 18, 19, 20, 21, 22, 28),
                 table_bits=10, match_bits=16, count_limit=15, lr=0.02, lr_decay=1024.0,
-                selectors=4, net_init=0.45, net_gate=True, image=True, sheet_expect=True, ways=4,
+                selectors=8, net_init=0.45, net_gate=True, image=True, sheet_expect=True, ways=4,
                 sse2=True, ctx_init=0.075, set_decay=64.0, exe=True, runs=True)
 DATA = golden_input()[:1500] + bitmap()[:1500] + sheet(4) + code(6)
 # the mixer's scratch: each node's inputs, logits and probabilities, which the byte path
 # fills for all 255 nodes and the path for its own
-SCRATCH = ("x", "dot", "pm", "zs", "zs3", "zs4")
+SCRATCH = ("x", "dot", "pm", "zs", "zs3", "zs4", "zs5")
 
 
 def path(recipe: Recipe) -> Recipe:

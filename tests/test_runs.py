@@ -158,9 +158,10 @@ def test_order0_binary_is_one_context_on_binary_data_and_absent_on_text():
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"selectors": 4, "exe": True}, "selectors 4 needs runs and exe"),
-    ({"selectors": 4, "runs": True}, "selectors 4 needs runs and exe"),
-    ({"selectors": 5, "runs": True, "exe": True}, "selectors must be")])
+    ({"selectors": 4, "exe": True}, "selectors 4 and more need runs and exe"),
+    ({"selectors": 4, "runs": True}, "selectors 4 and more need runs and exe"),
+    ({"selectors": 8, "runs": True}, "selectors 4 and more need runs and exe"),
+    ({"selectors": 9, "runs": True, "exe": True}, "selectors must be 1 ... 8")])
 def test_a_fourth_selector_needs_the_histories_and_the_binary_test(fields, message):
     with pytest.raises(ValueError, match=message):
         replace(MIX, **fields).validate()

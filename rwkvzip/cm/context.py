@@ -66,7 +66,7 @@ STATE = StateLayout("the context models' state S")
 STATE.add_each(*(f"mixer.{name}" for name in (
     "nin", "net", "w", "a1", "a2", "x", "dot", "pm", "sum", "gm", "sm", "sel", "w2", "wf", "zs",
     "gate", "a3", "a3_row", "w3", "wf3", "zs3", "cnt", "order_sets",
-    "filler_sets", "w4", "wf4", "zs4")))
+    "filler_sets", "w4", "wf4", "zs4", "w5", "wf5", "zs5")))
 # whether the next byte is binary (exe.next_contexts sets it: a control byte within
 # exe.BINARY_SPAN; 0 without exe), the counters' count limit there (mix field
 # binary_count_limit; 0: count_limit everywhere) and the limit for the next byte's update

@@ -64,18 +64,20 @@ from rwkvzip.ops.prefetch import prefetch
 # input's kind, the bases in MX of its weights, APMs, inputs, ...;
 # S[S_A3]: the order-2 APM's rows in MX (0: none, mix field sse2); S[S_A3_ROW] its context;
 # with three selectors, the third mixer's weights, its final-mixer weight and its outputs;
-# with four, the fourth's;
+# with four, the fourth's; with more, the depth mixers' weights (depth_sets), all the
+# final mixer's weights (MAX_SELECTORS per node, text's then binary data's) and their
+# outputs;
 # S[S_CNT]: each weight set's update count (0: none, mix field set_decay);
 # S[S_ORDER_SETS] 1: on binary data the first mixer's set counts known byte orders only;
 # S[S_FILLER_SETS] 1: and has sets of its own after a filler byte (mix field filler_sets)
 (S_NIN, S_NET, S_W, S_A1, S_A2, S_X, S_DOT, S_PM, S_SUM, S_GM, S_SM, S_SEL, S_W2, S_WF,
  S_ZS, S_GATE, S_A3, S_A3_ROW, S_W3, S_WF3, S_ZS3, S_CNT, S_ORDER_SETS,
- S_FILLER_SETS, S_W4, S_WF4, S_ZS4) = cx.STATE.offsets(
+ S_FILLER_SETS, S_W4, S_WF4, S_ZS4, S_W5, S_WF5, S_ZS5) = cx.STATE.offsets(
     "mixer.nin", "mixer.net", "mixer.w", "mixer.a1", "mixer.a2", "mixer.x", "mixer.dot",
     "mixer.pm", "mixer.sum", "mixer.gm", "mixer.sm", "mixer.sel", "mixer.w2", "mixer.wf",
     "mixer.zs", "mixer.gate", "mixer.a3", "mixer.a3_row", "mixer.w3", "mixer.wf3",
     "mixer.zs3", "mixer.cnt", "mixer.order_sets", "mixer.filler_sets", "mixer.w4",
-    "mixer.wf4", "mixer.zs4")
+    "mixer.wf4", "mixer.zs4", "mixer.w5", "mixer.wf5", "mixer.zs5")
 # with filler_sets, the first mixer's sets after a filler byte start this far after the
 # known-count ones (above any count of byte orders, 0 ... 7)
 FILLER_SETS_AT = cx.MAX_BYTE_ORDER + 1
@@ -105,6 +107,23 @@ W_INIT_FINAL4 = 0.25  # ... (four selectors: final weights of their own, final_w
 # then text's 16 values of a(3)'s top nibble
 RUN_SETS = 16
 FOURTH_SETS = 2 * RUN_SETS
+# selectors 5 ... 8 add depth mixers (depth_set), heard on binary data only: each has a
+# weight set per value of its selector (DEPTH_VALUES[e] of them) and node depth, not per
+# node as the first four; DEPTH_FIRST[e]: the first of mixer e's values in one numbering
+MAX_SELECTORS = 8
+DEPTH_VALUES = (64, 64, 48, 64)
+DEPTH_FIRST = tuple(sum(DEPTH_VALUES[:e]) for e in range(len(DEPTH_VALUES)))
+
+
+@jit
+def depth_sets(mixers: int) -> int:
+    """How many weight sets the first `mixers` depth mixers have together."""
+    n = 0
+    for e in range(mixers):
+        n += DEPTH_VALUES[e]
+    return 8 * n
+
+
 # The text gate: MX[MX_TEXT] follows how text-like the recent bytes are (printable ASCII,
 # tab, CR, LF count 1, bytes >= 128 one half, other control bytes 0) at TEXT_RATE a byte; the
 # network's input is scaled by (text - GATE_LO) / (GATE_HI - GATE_LO) clamped to [0, 1], so
@@ -130,7 +149,9 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
     sse2_bits: the order-2 APM has 2**sse2_bits contexts; runs_model: each model's byte
     history is one more input (after the column-delta model's; "runs_col" its first column,
     0 without) and has a map (cm/runs.py), then a fourth selector's weights (by
-    fourth_selector and node), the final mixer's four weights per node and its outputs."""
+    fourth_selector and node), the final mixer's four weights per node and its outputs; with
+    selectors 5 ... 8 the depth mixers' weights, MAX_SELECTORS final weights per node for
+    text and as many for binary data, and their outputs."""
     # counters, their maps, match, bias, network, image templates, column-delta histograms,
     # byte histories, sheet's expected byte
     runs_col = (2 * n_models + 2 + int(net) + image.IMAGE_INPUTS * int(image_model)
@@ -139,6 +160,7 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
     two = selectors > 1
     three = selectors > 2
     four = selectors > 3
+    depth = max(selectors - 4, 0)  # depth mixers
     sizes = [("sm", n_models * cx.MAP_COUNTS << cx.MAP_P_BITS),
              ("w", 3 * (n_models + 1) * ALPHABET * nin),
              ("a1", ALPHABET * APM_CELLS), ("a2", ALPHABET * ALPHABET * APM_CELLS),
@@ -150,11 +172,12 @@ def layout(n_models: int, net: bool, bptt: int, selectors: int = 1,
              ("w3", ALPHABET * ALPHABET * nin * three), ("wf3", ALPHABET * three),
              ("zs3", ALPHABET * three),
              ("cnt", (3 * (n_models + 1) * ALPHABET + ALPHABET * ALPHABET * (two + three)
-                      + FOURTH_SETS * ALPHABET * four) * set_counts),
+                      + FOURTH_SETS * ALPHABET * four + depth_sets(depth)) * set_counts),
              ("dl", delta.weights_size() * delta_model),
              ("rm", n_models * runs.CELLS * runs_model),
              ("w4", FOURTH_SETS * ALPHABET * nin * four), ("wf4", 4 * ALPHABET * four),
-             ("zs4", ALPHABET * four)]
+             ("zs4", ALPHABET * four), ("w5", depth_sets(depth) * nin),
+             ("wf5", 2 * MAX_SELECTORS * ALPHABET * (depth > 0)), ("zs5", ALPHABET * depth)]
     offsets, at = {"nin": nin, "runs_col": runs_col * int(runs_model)}, N_MX_HEAD
     for name, n in sizes:
         offsets[name] = at
@@ -208,6 +231,14 @@ def init_tables(S, MX):
         if S[S_SEL] > 3:
             for i in range(4 * ALPHABET):
                 MX[S[S_WF4] + i] = W_INIT_FINAL4
+        if S[S_SEL] > 4:  # the final mixer's four weights on text, all on binary data
+            for i in range(MAX_SELECTORS * ALPHABET):
+                MX[S[S_WF5] + i] = W_INIT_FINAL4 if i % MAX_SELECTORS < 4 else 0.0
+                MX[S[S_WF5] + MAX_SELECTORS * ALPHABET + i] = 1.0 / S[S_SEL]
+            for c in range(nin):
+                v = initial_weight(S, MX, c, False)
+                for i in range(depth_sets(S[S_SEL] - 4)):
+                    MX[S[S_W5] + i * nin + c] = v
     sm = MX[S[S_SM]:]
     cells = 1 << cx.MAP_P_BITS
     for cell in range(K * cx.MAP_COUNTS * cells):
@@ -423,6 +454,40 @@ def fourth_selector(S):
 
 
 @jit(inline="always")
+def depth_selector(S, node, d, e):
+    """Depth mixer e's selector value at a node of depth d (paq8px's mixer contexts, whose
+    sets are not per node: four of them took the Unicode-table tuning slices -1.57 %):
+    0: the byte's place in a 4-byte word and a(1)'s top nibble;
+    1: how many models know the context (known_models, at most 7; on binary data with
+    order_sets the byte orders), a(1)'s top two bits, whether a(1) = a(2);
+    2: the match model's state at this node: no match, off its expected byte's path (by
+    length), or on it (by length and the expected bit);
+    3: a(3)'s top six bits."""
+    hist = S[cx.S_HIST]
+    if e == 0:
+        return ((S[cx.S_POS] & 3) << 4) | ((hist & 0xFF) >> 4)
+    if e == 1:
+        a1 = hist & 0xFF
+        return (min(known_models(S, slot_group(node)), 7) * 8 + (a1 >> 6) * 2
+                + int(a1 == ((hist >> 8) & 0xFF)))
+    if e == 2:
+        expected = S[cx.S_EXPECT]
+        if expected < 0:
+            return 0
+        length = min(S[cx.S_LEN], 15)
+        if node - (1 << d) != expected >> (8 - d):
+            return 1 + length
+        return 17 + 2 * length + ((expected >> (7 - d)) & 1)
+    return (hist >> 18) & 63
+
+
+@jit(inline="always")
+def depth_set(S, node, d, e):
+    """Depth mixer e's weight set at a node of depth d: its selector's value and d."""
+    return ((DEPTH_FIRST[e] + depth_selector(S, node, d, e)) << 3) | d
+
+
+@jit(inline="always")
 def apm_learn(MX, r, j, f, bit, rate):
     """The two cells around the point move toward the bit, by their share of it."""
     MX[r + j] += rate * (1.0 - f) * (bit - MX[r + j])
@@ -523,6 +588,9 @@ def final_weights(S, node, four):
     third's, or with four selectors a set of four of their own (each starting at
     W_INIT_FINAL4: the four summing to 1 measured better than a fourth added to three that
     do, -0.37 % against -0.25 % on the Unicode-table tuning slices)."""
+    if S[S_SEL] > 4:  # the depth mixers' weights follow (depth_weight)
+        f = final_row(S, node)
+        return f, f + 1, f + 2, f + 3
     if four:
         f = S[S_WF4] + 4 * node
         return f, f + 1, f + 2, f + 3
@@ -531,11 +599,47 @@ def final_weights(S, node, four):
 
 
 @jit(inline="always")
+def final_row(S, node):
+    """With depth mixers, where a node's final weights lie: text's row (the first four
+    mixers', as with four selectors, so text codes as it did: with them on text too, small
+    files were up to 0.9 % worse) or binary data's."""
+    return S[S_WF5] + MAX_SELECTORS * (node + ALPHABET * S[cx.S_BINARY])
+
+
+@jit(inline="always")
+def depth_mixers(S):
+    """How many depth mixers are heard for the next byte: none on text."""
+    return max(S[S_SEL] - 4, 0) if S[cx.S_BINARY] != 0 else 0
+
+
+@jit(inline="always")
+def depth_weight(S, node, e):
+    """Where depth mixer e's weight in the final mixer at a node lies."""
+    return final_row(S, node) + 4 + e
+
+
+@jit(inline="always")
+def depth_output(S, node, e):
+    """Where depth mixer e's sum at a node is kept (predict and node_probability write it,
+    final_logit clamps it, learn reads it)."""
+    return S[S_ZS5] + e * ALPHABET + node
+
+
+@jit
+def depth_dots(S, MX, X, node, d, nin):
+    """Each depth mixer's sum at a node of depth d, kept at depth_output."""
+    for e in range(depth_mixers(S)):
+        MX[depth_output(S, node, e)] = row_dot(MX, X, S[S_W5] + depth_set(S, node, d, e) * nin,
+                                               node, nin)
+
+
+@jit(inline="always")
 def final_logit(S, MX, X, node, d, z1, z2, z3, z4, selectors, four, image_live):
     """A node's logit from its mixers' sums (z2, z3, z4: with two, three or four
-    selectors): each clamped, the final mixer's blend of them clamped (their outputs kept
-    in MX for learn), then the image model's switch while it is live (image.live; the
-    flags read once a byte by the caller, which keeps its loop over nodes free of them)."""
+    selectors; the depth mixers' at depth_output): each clamped, the final mixer's blend of
+    them clamped (their outputs kept in MX for learn), then the image model's switch while
+    it is live (image.live; the flags read once a byte by the caller, which keeps its loop
+    over nodes free of them)."""
     z = min(max(z1, -MAX_LOGIT), MAX_LOGIT)
     if selectors > 1:
         z2 = min(max(z2, -MAX_LOGIT), MAX_LOGIT)
@@ -551,6 +655,11 @@ def final_logit(S, MX, X, node, d, z1, z2, z3, z4, selectors, four, image_live):
             z4 = min(max(z4, -MAX_LOGIT), MAX_LOGIT)
             MX[S[S_ZS4] + node] = z4
             z += MX[f4] * z4
+        for e in range(depth_mixers(S)):
+            at = depth_output(S, node, e)
+            ze = min(max(MX[at], -MAX_LOGIT), MAX_LOGIT)
+            MX[at] = ze
+            z += MX[depth_weight(S, node, e)] * ze
         z = min(max(z, -MAX_LOGIT), MAX_LOGIT)
     if image_live:
         z = image.switch(S, MX, X, image_column(S), node, d, z)
@@ -639,6 +748,7 @@ def predict(q, CT, S, MX, ST, floor, P):
     for n in range(1, ALPHABET):
         if n == 2 << d:
             d += 1
+        depth_dots(S, MX, X, n, d, nin)
         z = final_logit(S, MX, X, n, d, z1s[n], z2s[n], z3s[n], z4s[n], selectors, four,
                         image_live)
         dot[n] = z
@@ -727,6 +837,7 @@ def node_probability(CT, S, MX, ST, node, d):
     four = S[S_SEL] > 3
     if four:
         z4 = row_dot(MX, X, S[S_W4] + ((fourth_selector(S) << 8) | node) * nin, node, nin)
+    depth_dots(S, MX, X, node, d, nin)
     z = final_logit(S, MX, X, node, d, z1, z2, z3, z4, S[S_SEL], four, image.live(S))
     MX[S[S_DOT] + node] = z
     p = sigmoid64(z)
@@ -766,8 +877,15 @@ def set_rates(S, MX, lr, set1, c1, node, four):
 
 
 @jit(inline="always")
+def depth_counts(S):
+    """Where the depth mixers' sets' update counts begin (after the first four mixers')."""
+    return (S[S_CNT] + 3 * (S[S_K] + 1) * ALPHABET + 2 * ALPHABET * ALPHABET
+            + FOURTH_SETS * ALPHABET)
+
+
+@jit(inline="always")
 def learn_chosen(MX, X, node, nin, ws, z, f, bit, err, lr, rate):
-    """A byte-chosen mixer (the second, third or fourth) at a node: its final weight f
+    """A chosen mixer (the second, third, fourth or a depth mixer) at a node: its final weight f
     learns from the final error err at the mixer-wide rate lr, its weight row ws from its
     own error at `rate`."""
     MX[f] += lr * err * z
@@ -829,6 +947,15 @@ def learn(byte, CT, S, MX, ST, gz):
                 if net and abs(z4) < MAX_LOGIT:
                     dnet += MX[f4] * MX[ws4 + 2 * K + 2]
                 learn_chosen(MX, X, node, nin, ws4, z4, f4, bit, err, lr, lr4)
+            for e in range(depth_mixers(S)):
+                set_e = depth_set(S, node, d, e)
+                ws_e = S[S_W5] + set_e * nin
+                z_e = MX[depth_output(S, node, e)]
+                f_e = depth_weight(S, node, e)
+                if net and abs(z_e) < MAX_LOGIT:
+                    dnet += MX[f_e] * MX[ws_e + 2 * K + 2]
+                lr_e = lr if S[S_CNT] == 0 else set_rate(MX, depth_counts(S) + set_e, lr)
+                learn_chosen(MX, X, node, nin, ws_e, z_e, f_e, bit, err, lr, lr_e)
             if three:
                 ws3 = S[S_W3] + ((third_selector(S) << 8) | node) * nin
                 z3 = MX[S[S_ZS3] + node]

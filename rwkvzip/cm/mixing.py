@@ -73,7 +73,8 @@ class MixConfig:
     weights are chosen by the previous byte and node, and a final mixer of the two, or 3, a
     third mixer by the byte before the previous one too, or 4 (needs runs and exe), a fourth
     by the longest run among the contexts that the last byte continued where the data is
-    binary, else by a(3) (mixer.fourth_selector);
+    binary, else by a(3) (mixer.fourth_selector), or 5 ... 8, one to four depth mixers
+    too, heard on binary data only (mixer.depth_selector);
     net_init: every mixer's initial weight of the network's input (higher for a prior that
     already predicts well); net_gate: scale the network's input by how text-like the recent
     bytes are (cm/mixer.py, text_gate), for a prior that learned text; image: the 1-bit image
@@ -303,10 +304,10 @@ class MixConfig:
             raise ValueError("set_decay must be in [0, 65536]")
         if self.ways not in (1, 2, 4):
             raise ValueError("ways must be 1, 2 or 4")
-        if self.selectors not in (1, 2, 3, 4):
-            raise ValueError("selectors must be 1, 2, 3 or 4")
-        if self.selectors == 4 and not (self.runs and self.exe):
-            raise ValueError("selectors 4 needs runs and exe")
+        if not 1 <= self.selectors <= mx.MAX_SELECTORS:
+            raise ValueError(f"selectors must be 1 ... {mx.MAX_SELECTORS}")
+        if self.selectors >= 4 and not (self.runs and self.exe):
+            raise ValueError("selectors 4 and more need runs and exe")
         if not 12 <= self.match_bits <= 28:
             raise ValueError("match_bits must be in 12..28")
         if not 1 <= self.count_limit <= cx.COUNT_LIMIT_MAX:
@@ -431,6 +432,7 @@ class MixArrays:
         S[mx.S_A3] = offsets["a3"] if cfg.sse2 else 0
         S[mx.S_W3], S[mx.S_WF3], S[mx.S_ZS3] = offsets["w3"], offsets["wf3"], offsets["zs3"]
         S[mx.S_W4], S[mx.S_WF4], S[mx.S_ZS4] = offsets["w4"], offsets["wf4"], offsets["zs4"]
+        S[mx.S_W5], S[mx.S_WF5], S[mx.S_ZS5] = offsets["w5"], offsets["wf5"], offsets["zs5"]
         S[mx.S_CNT] = offsets["cnt"] if cfg.set_decay > 0.0 else 0
         MX = memory.zeros(size, np.float32)
         MX[mx.MX_LR] = cfg.lr
