@@ -456,7 +456,7 @@ def fourth_selector(S):
 @jit(inline="always")
 def depth_selector(S, node, d, e):
     """Depth mixer e's selector value at a node of depth d (paq8px's mixer contexts, whose
-    sets are not per node: four of them took the Unicode-table tuning slices -1.57 %):
+    sets are not per node: four of them took the Unicode-table tuning slices -1.60 %):
     0: the byte's place in a 4-byte word and a(1)'s top nibble;
     1: how many models know the context (known_models, at most 7; on binary data with
     order_sets the byte orders), a(1)'s top two bits, whether a(1) = a(2);
