@@ -884,14 +884,19 @@ def depth_counts(S):
 
 
 @jit(inline="always")
-def learn_chosen(MX, X, node, nin, ws, z, f, bit, err, lr, rate):
+def learn_chosen(MX, X, node, nin, ws, z, f, bit, err, lr, rate, dnet, net_col):
     """A chosen mixer (the second, third, fourth or a depth mixer) at a node: its final weight f
     learns from the final error err at the mixer-wide rate lr, its weight row ws from its
-    own error at `rate`."""
+    own error at `rate`. Returns dnet with this mixer's term of d(final logit) / d(network
+    input) added first (the network's input in column net_col; -1: none or not asked),
+    unless its sum was clamped."""
+    if net_col >= 0 and abs(z) < MAX_LOGIT:
+        dnet += MX[f] * MX[ws + net_col]
     MX[f] += lr * err * z
     own = bit - sigmoid64(z)
     for c in range(nin):
         MX[ws + c] += rate * own * X[node, c]
+    return dnet
 
 
 @jit
@@ -936,34 +941,28 @@ def learn(byte, CT, S, MX, ST, gz):
             z2 = MX[S[S_ZS] + 2 * node + 1]
             # d(final logit) / d(network input), through each mixer that is not clamped
             dnet = 0.0
+            net_col = 2 * K + 2 if net else -1
             if net:
                 if abs(z1) < MAX_LOGIT:
-                    dnet += MX[f1] * MX[ws + 2 * K + 2]
+                    dnet += MX[f1] * MX[ws + net_col]
                 if abs(z2) < MAX_LOGIT:
-                    dnet += MX[f2] * MX[ws2 + 2 * K + 2]
+                    dnet += MX[f2] * MX[ws2 + net_col]
             if four:
                 ws4 = S[S_W4] + ((fourth_selector(S) << 8) | node) * nin
-                z4 = MX[S[S_ZS4] + node]
-                if net and abs(z4) < MAX_LOGIT:
-                    dnet += MX[f4] * MX[ws4 + 2 * K + 2]
-                learn_chosen(MX, X, node, nin, ws4, z4, f4, bit, err, lr, lr4)
+                dnet = learn_chosen(MX, X, node, nin, ws4, MX[S[S_ZS4] + node], f4, bit, err,
+                                    lr, lr4, dnet, net_col)
             for e in range(depth_mixers(S)):
                 set_e = depth_set(S, node, d, e)
-                ws_e = S[S_W5] + set_e * nin
-                z_e = MX[depth_output(S, node, e)]
-                f_e = depth_weight(S, node, e)
-                if net and abs(z_e) < MAX_LOGIT:
-                    dnet += MX[f_e] * MX[ws_e + 2 * K + 2]
                 lr_e = lr if S[S_CNT] == 0 else set_rate(MX, depth_counts(S) + set_e, lr)
-                learn_chosen(MX, X, node, nin, ws_e, z_e, f_e, bit, err, lr, lr_e)
+                dnet = learn_chosen(MX, X, node, nin, S[S_W5] + set_e * nin,
+                                    MX[depth_output(S, node, e)], depth_weight(S, node, e), bit,
+                                    err, lr, lr_e, dnet, net_col)
             if three:
                 ws3 = S[S_W3] + ((third_selector(S) << 8) | node) * nin
-                z3 = MX[S[S_ZS3] + node]
-                if net and abs(z3) < MAX_LOGIT:
-                    dnet += MX[f3] * MX[ws3 + 2 * K + 2]
-                learn_chosen(MX, X, node, nin, ws3, z3, f3, bit, err, lr, lr3)
+                dnet = learn_chosen(MX, X, node, nin, ws3, MX[S[S_ZS3] + node], f3, bit, err,
+                                    lr, lr3, dnet, net_col)
             MX[f1] += lr * err * z1
-            learn_chosen(MX, X, node, nin, ws2, z2, f2, bit, err, lr, lr2)
+            learn_chosen(MX, X, node, nin, ws2, z2, f2, bit, err, lr, lr2, 0.0, -1)  # (dnet above)
         else:
             dnet = MX[ws + 2 * K + 2] if net else 0.0
         if net and abs(X[node, 2 * K + 2]) < NET_CLAMP * gate:  # a clamped one passes nothing
